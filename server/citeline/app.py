@@ -1,0 +1,158 @@
+"""The composition root: the one place that picks concrete classes and wires them.
+
+Everything else receives its collaborators; only this module knows that models
+run on llama.cpp, which GGUF files are the defaults, and where a folder's index
+lives.  Models are loaded once and shared by every folder that uses them.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from citeline.core.answering import Answer, AskContext, ask
+from citeline.core.embedding import Embedder, LlamaEmbedder
+from citeline.core.generation import Generator, LlamaGenerator
+from citeline.core.index import DocumentIndex, IndexIdentity
+from citeline.core.ingest import IngestReport, Ingestor, ProgressCallback, plan_changes
+from citeline.core.records import record_ask
+from citeline.core.retrieval import Retriever
+from citeline.settings import EmbeddingSettings, GenerationSettings, Settings
+
+log = logging.getLogger(__name__)
+
+# sentence-transformers runs all-MiniLM-L6-v2 with a 256-token window; so do we.
+DEFAULT_EMBEDDING_MAX_TOKENS = 256
+
+
+class WorkspaceError(Exception):
+    """A documents folder cannot be served; one line for the user."""
+
+
+def make_embedder(settings: EmbeddingSettings) -> Embedder:
+    query_prefix, document_prefix = settings.prefixes()
+    if settings.model:
+        path, max_tokens = Path(settings.model).expanduser(), settings.max_tokens or None
+    else:
+        from citeline.models.minilm import default_embedding_model_path
+
+        path = default_embedding_model_path()
+        max_tokens = settings.max_tokens or DEFAULT_EMBEDDING_MAX_TOKENS
+    return LlamaEmbedder(
+        path,
+        query_prefix=query_prefix,
+        document_prefix=document_prefix,
+        max_tokens=max_tokens,
+        n_threads=settings.threads or None,
+    )
+
+
+def make_generator(settings: GenerationSettings) -> Generator:
+    if settings.model:
+        path = Path(settings.model).expanduser()
+    else:
+        from citeline.models.smollm import default_generator_model_path
+
+        path = default_generator_model_path()
+    return LlamaGenerator(
+        path, context_size=settings.context_size, n_threads=settings.threads or None
+    )
+
+
+@dataclass
+class ModelPool:
+    """Models loaded on first use and kept, keyed by their settings."""
+
+    embedders: dict[EmbeddingSettings, Embedder] = field(default_factory=dict)
+    generators: dict[GenerationSettings, Generator] = field(default_factory=dict)
+
+    def embedder(self, settings: EmbeddingSettings) -> Embedder:
+        if settings not in self.embedders:
+            self.embedders[settings] = make_embedder(settings)
+        return self.embedders[settings]
+
+    def generator(self, settings: GenerationSettings) -> Generator:
+        if settings not in self.generators:
+            self.generators[settings] = make_generator(settings)
+        return self.generators[settings]
+
+
+@dataclass
+class Workspace:
+    """One documents folder with its index, ready to update, search and answer."""
+
+    docs_root: Path
+    settings: Settings
+    models: ModelPool
+    embedder: Embedder
+    index: DocumentIndex
+    ingestor: Ingestor
+    retriever: Retriever
+
+    def update(
+        self,
+        paths: list[str] | None = None,
+        progress: ProgressCallback | None = None,
+        cancelled: Callable[[], bool] | None = None,
+    ) -> IngestReport:
+        plan = plan_changes(self.index, paths)
+        return self.ingestor.run(plan, progress=progress, cancelled=cancelled)
+
+    def generator(self) -> Generator:
+        return self.models.generator(self.settings.generation)
+
+    def ask(
+        self,
+        question: str,
+        on_token: Callable[[str], None] | None = None,
+        cancelled: Callable[[], bool] | None = None,
+        generator: Callable[[], Generator] | None = None,
+    ) -> Answer:
+        context = AskContext(
+            retrieve=self.retriever.search,
+            generator=generator or self.generator,
+            settings=self.settings.answer,
+            on_token=on_token,
+            cancelled=cancelled,
+        )
+        answer = ask(question, context)
+        if self.settings.records.asks:
+            models = {"embedding": self.embedder.name}
+            if answer.generator_called:
+                models["generation"] = (generator or self.generator)().name
+            record_ask(self.index.index_dir, answer, models)
+        return answer
+
+    def close(self) -> None:
+        self.index.close()
+
+
+def open_workspace(
+    docs_root: Path, settings: Settings, models: ModelPool | None = None
+) -> Workspace:
+    if not docs_root.is_dir():
+        raise WorkspaceError(f"documents folder {docs_root} does not exist")
+    docs_root = docs_root.resolve()
+    models = models if models is not None else ModelPool()
+    embedder = models.embedder(settings.embedding)
+    identity = IndexIdentity(
+        embedder_fingerprint=embedder.fingerprint,
+        embedder_name=embedder.name,
+        dimension=embedder.dimension,
+        chunking=settings.chunking,
+    )
+    index_dir = settings.index_dir(docs_root)
+    try:
+        index = DocumentIndex(docs_root, index_dir, identity)
+    except OSError as exc:
+        raise WorkspaceError(f"cannot open index at {index_dir}: {exc.strerror or exc}") from exc
+    ingestor = Ingestor(
+        index,
+        embedder,
+        settings.chunking,
+        max_file_bytes=int(settings.index.max_file_mb * 1024 * 1024),
+    )
+    retriever = Retriever(index, embedder)
+    return Workspace(docs_root, settings, models, embedder, index, ingestor, retriever)

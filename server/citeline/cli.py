@@ -1,0 +1,305 @@
+"""The command-line front end: index, search, status, demo.
+
+The only module allowed to print.  Expected problems (missing folder, bad
+model, damaged index) are one line on stderr and exit status 2, never a
+traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import sys
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from citeline import __version__
+
+log = logging.getLogger("citeline")
+
+EXIT_ERROR = 2
+
+
+def _configure_logging(verbose: bool) -> None:
+    logging.basicConfig(
+        level=logging.DEBUG if verbose else logging.WARNING,
+        format="citeline: %(levelname)s: %(message)s",
+        stream=sys.stderr,
+    )
+
+
+class _ProgressBar:
+    """A one-line progress bar on stderr, drawn only on a terminal."""
+
+    def __init__(self, label: str) -> None:
+        self.label = label
+        self.enabled = sys.stderr.isatty()
+        self.started = time.perf_counter()
+        self.drawn = False
+
+    def __call__(self, done: int, total: int, path: str) -> None:
+        if not self.enabled or total == 0:
+            return
+        width = 30
+        filled = int(width * done / total)
+        elapsed = time.perf_counter() - self.started
+        rate = done / elapsed if elapsed > 0 else 0.0
+        name = path if len(path) <= 40 else "…" + path[-39:]
+        sys.stderr.write(
+            f"\r{self.label} [{'#' * filled}{'.' * (width - filled)}] {done}/{total}"
+            f" {rate:.1f} files/s {name:<40}"
+        )
+        sys.stderr.flush()
+        self.drawn = True
+
+    def close(self) -> None:
+        if self.drawn:
+            sys.stderr.write("\n")
+            sys.stderr.flush()
+
+
+def _docs(args: argparse.Namespace) -> Path:
+    return Path(args.docs).expanduser()
+
+
+def _open(args: argparse.Namespace):  # type: ignore[no-untyped-def]
+    from citeline.app import open_workspace
+    from citeline.settings import load_settings
+
+    docs = _docs(args)
+    if not docs.is_dir():
+        raise _UserError(f"documents folder {docs} does not exist")
+    overrides: dict[str, object] = {}
+    if getattr(args, "model", None):
+        overrides["embedding"] = {"model": args.model}
+    settings, _ = load_settings(docs, overrides)
+    return open_workspace(docs, settings)
+
+
+class _UserError(Exception):
+    pass
+
+
+def _run_index(args: argparse.Namespace) -> int:
+    workspace = _open(args)
+    try:
+        bar = _ProgressBar("indexing")
+        try:
+            report = workspace.update(progress=bar)
+        finally:
+            bar.close()
+    finally:
+        workspace.close()
+    if args.json:
+        print(json.dumps(report.to_json(), ensure_ascii=False))
+    else:
+        print(
+            f"{report.files} files, {report.chunks} chunks: {report.embedded} embedded,"
+            f" {report.reused} reused, {report.removed} removed in {report.seconds:.1f}s"
+        )
+        for path, message in report.errors:
+            print(f"  {path}: {message}")
+    return 0
+
+
+def _location(hit: dict[str, object]) -> str:
+    if hit["page"] is not None:
+        return f"{hit['path']} (page {hit['page']})"
+    if hit["start_line"] is not None:
+        return f"{hit['path']}:{hit['start_line']}"
+    return str(hit["path"])
+
+
+def _run_search(args: argparse.Namespace) -> int:
+    workspace = _open(args)
+    try:
+        if args.reindex:
+            workspace.update()
+        hits = workspace.retriever.search(args.query, k=args.k or workspace.settings.search.top_k)
+    finally:
+        workspace.close()
+    results = [h.to_json() for h in hits]
+    if args.json:
+        print(json.dumps({"hits": results}, ensure_ascii=False))
+        return 0
+    if not results:
+        print("no results (is the folder indexed? run `citeline index`)")
+    for hit in results:
+        section = f"  § {hit['section']}" if hit["section"] else ""
+        print(f"{hit['rank']}. {_location(hit)}  [{hit['score']:.3f}]  {hit['title']}{section}")
+        snippet = " ".join(str(hit["text"]).split())
+        print(f"   {snippet[:240]}{'…' if len(snippet) > 240 else ''}")
+    return 0
+
+
+def _run_status(args: argparse.Namespace) -> int:
+    workspace = _open(args)
+    try:
+        files, chunks = workspace.index.store.counts()
+        last = workspace.index.store.last_update()
+        status = {
+            "docs": str(workspace.docs_root),
+            "index": str(workspace.index.index_dir),
+            "files": files,
+            "chunks": chunks,
+            "model": workspace.embedder.name,
+            "dimension": workspace.embedder.dimension,
+            "chunking": workspace.settings.chunking.fingerprint(),
+            "last_update": (
+                time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(last)) if last else None
+            ),
+            "errors": [
+                {"path": p, "message": m} for p, m in workspace.index.store.file_errors()
+            ],
+        }
+    finally:
+        workspace.close()
+    if args.json:
+        print(json.dumps(status, ensure_ascii=False))
+    else:
+        for key in ("docs", "index", "files", "chunks", "model", "dimension", "last_update"):
+            print(f"{key:12} {status[key]}")
+        errors = status["errors"]
+        assert isinstance(errors, list)
+        print(f"{'errors':12} {len(errors)}")
+        for error in errors:
+            print(f"  {error['path']}: {error['message']}")
+    return 0
+
+
+def _citation_line(citation: dict[str, object]) -> str:
+    where = _location(citation)
+    if citation["page"] is None and citation["end_line"] not in (None, citation["start_line"]):
+        where += f"-{citation['end_line']}"
+    section = f"  § {citation['section']}" if citation["section"] else ""
+    return f"[{citation['n']}] {where}{section}"
+
+
+def _run_ask(args: argparse.Namespace) -> int:
+    workspace = _open(args)
+    streamed: list[str] = []
+
+    def on_token(piece: str) -> None:
+        streamed.append(piece)
+        sys.stdout.write(piece)
+        sys.stdout.flush()
+
+    try:
+        if args.reindex:
+            workspace.update()
+        answer = workspace.ask(args.question, on_token=None if args.json else on_token)
+    finally:
+        workspace.close()
+    result = answer.to_json()
+    if args.json:
+        print(json.dumps(result, ensure_ascii=False))
+        return 0
+    if not streamed:
+        print(answer.text, end="")
+    print()
+    citations = result["citations"]
+    assert isinstance(citations, list)
+    if citations:
+        print()
+        print("Sources:" if answer.language != "zh" else "出处：")
+        for citation in citations:
+            print(_citation_line(citation))
+    return 0
+
+
+DEMO_QUERY = "How does Citeline avoid embedding unchanged text again?"
+
+
+def _samples_dir() -> Path:
+    return Path(__file__).resolve().parents[2] / "samples"
+
+
+def _run_demo(args: argparse.Namespace) -> int:
+    args.docs = args.docs or str(_samples_dir())
+    print(f"Indexing the sample documents in {args.docs} …", flush=True)
+    args.json = False
+    _run_index(args)
+    args.query = args.query or DEMO_QUERY
+    args.k = 3
+    args.reindex = False
+    print(f"\n$ citeline search {args.query!r}\n", flush=True)
+    return _run_search(args)
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="citeline",
+        description="Ask questions of your own documents and get answers that cite the place.",
+    )
+    parser.add_argument("--version", action="version", version=f"citeline {__version__}")
+    parser.add_argument("-v", "--verbose", action="store_true", help="log details to stderr")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    def docs_option(p: argparse.ArgumentParser, default: str | None = ".") -> None:
+        p.add_argument("--docs", default=default, help="documents folder (default: current)")
+        p.add_argument("--model", help="GGUF embedding model (default: bundled MiniLM)")
+
+    p = sub.add_parser("index", help="build or update the index of a documents folder")
+    docs_option(p)
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.set_defaults(run=_run_index)
+
+    p = sub.add_parser("search", help="search the indexed documents")
+    p.add_argument("query")
+    docs_option(p)
+    p.add_argument("-k", type=int, default=0, help="number of results")
+    p.add_argument("--reindex", action="store_true", help="update the index first")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.set_defaults(run=_run_search)
+
+    p = sub.add_parser("ask", help="answer a question from the documents, with citations")
+    p.add_argument("question")
+    docs_option(p)
+    p.add_argument("--reindex", action="store_true", help="update the index first")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.set_defaults(run=_run_ask)
+
+    p = sub.add_parser("status", help="what the index holds")
+    docs_option(p)
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.set_defaults(run=_run_status)
+
+    p = sub.add_parser("demo", help="index the bundled sample documents and search them")
+    docs_option(p, default=None)
+    p.add_argument("query", nargs="?", default=None)
+    p.set_defaults(run=_run_demo)
+    return parser
+
+
+def _expected_errors() -> tuple[type[BaseException], ...]:
+    from citeline.app import WorkspaceError
+    from citeline.core.embedding import EmbeddingError
+    from citeline.core.generation import GenerationError
+    from citeline.core.store import StoreError
+    from citeline.models import ModelError
+
+    return (_UserError, WorkspaceError, EmbeddingError, GenerationError, StoreError, ModelError)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    _configure_logging(args.verbose)
+    run: Callable[[argparse.Namespace], int] = args.run
+    try:
+        return run(args)
+    except _expected_errors() as exc:
+        print(f"citeline: error: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    except KeyboardInterrupt:
+        print("citeline: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

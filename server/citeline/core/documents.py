@@ -1,0 +1,96 @@
+"""The values that flow through Citeline: loaded documents, chunks, search hits.
+
+Everything here is a frozen dataclass with no behaviour beyond small derived
+properties, so every stage (loading, chunking, storing, retrieving, answering)
+can share them without sharing state.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Literal
+
+DocumentKind = Literal["markdown", "html", "pdf", "text"]
+
+SECTION_SEPARATOR = " > "
+
+
+@dataclass(frozen=True)
+class Block:
+    """A run of a document's text that belongs to one section.
+
+    Line numbers are 1-based and inclusive, for text formats; the text keeps one
+    line per source line where the format allows, so a chunker can compute the
+    line of any offset inside it.  PDF blocks carry a 1-based page instead.
+    """
+
+    text: str
+    heading_path: tuple[str, ...] = ()
+    start_line: int | None = None
+    end_line: int | None = None
+    page: int | None = None
+
+
+@dataclass(frozen=True)
+class SourceDocument:
+    """One file, loaded: its title, metadata and text blocks in reading order.
+
+    ``title_from_content`` is False when the title fell back to the file name; such
+    a title is not part of the text sent to the embedder, so renaming the file
+    never changes what is embedded.
+    """
+
+    path: str
+    kind: DocumentKind
+    title: str
+    blocks: tuple[Block, ...]
+    title_from_content: bool = True
+    metadata: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """A window of a document that is embedded and retrieved as one unit."""
+
+    path: str
+    title: str
+    heading_path: tuple[str, ...]
+    text: str
+    start_line: int | None
+    end_line: int | None
+    page: int | None
+    ordinal: int
+    title_from_content: bool = True
+
+    @property
+    def section(self) -> str:
+        return SECTION_SEPARATOR.join(self.heading_path)
+
+
+@dataclass(frozen=True)
+class Hit:
+    """A chunk returned by a search, with its rank (1-based) and score."""
+
+    chunk_id: int
+    rank: int
+    score: float
+    chunk: Chunk
+
+    def to_json(self) -> dict[str, object]:
+        c = self.chunk
+        return {
+            "rank": self.rank,
+            "score": round(self.score, 6),
+            "path": c.path,
+            "title": c.title,
+            "section": c.section,
+            "page": c.page,
+            "start_line": c.start_line,
+            "end_line": c.end_line,
+            "text": c.text,
+        }
+
+
+class LoadError(Exception):
+    """A document could not be loaded; the message is one line, fit for a user."""

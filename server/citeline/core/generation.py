@@ -1,0 +1,123 @@
+"""Text generation: the Generator protocol and its llama.cpp implementation.
+
+The generator streams text pieces for a chat (system + user messages), formatted
+with the model's own chat template from its GGUF metadata.  ``should_stop`` is
+polled between tokens, which is how timeouts and cancellation stop it.  Model
+objects must be used from one thread.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import Any, Protocol
+
+log = logging.getLogger(__name__)
+
+
+class GenerationError(Exception):
+    """The generation model cannot be loaded or failed; one line naming the file."""
+
+
+class Generator(Protocol):
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def context_size(self) -> int: ...
+
+    def count_tokens(self, text: str) -> int: ...
+
+    def stream_chat(
+        self,
+        messages: Sequence[dict[str, str]],
+        *,
+        max_tokens: int,
+        temperature: float,
+        should_stop: Callable[[], bool],
+    ) -> Iterator[str]: ...
+
+
+def _silence_llama_logs() -> None:
+    import llama_cpp
+
+    from citeline.core.embedding import _prepare_llama
+
+    _prepare_llama(llama_cpp)
+
+
+class LlamaGenerator:
+    """A GGUF chat model through llama-cpp-python, loaded once and kept."""
+
+    def __init__(
+        self,
+        model_path: Path,
+        *,
+        context_size: int = 2048,
+        n_threads: int | None = None,
+        seed: int = 0,
+    ) -> None:
+        _silence_llama_logs()
+        if not model_path.is_file():
+            raise GenerationError(f"generation model {model_path} does not exist")
+        try:
+            from llama_cpp import Llama
+
+            kwargs: dict[str, Any] = {}
+            import inspect
+
+            if "use_extra_bufts" in inspect.signature(Llama.__init__).parameters:
+                kwargs["use_extra_bufts"] = False  # AMX faults on some CPUs
+            self._llm = Llama(
+                model_path=str(model_path),
+                n_ctx=context_size,
+                n_threads=n_threads,
+                seed=seed,
+                verbose=False,
+                **kwargs,
+            )
+        except (ValueError, RuntimeError, OSError) as exc:
+            raise GenerationError(
+                f"cannot load generation model {model_path}: {str(exc).splitlines()[0]}"
+            ) from exc
+        self._path = model_path
+        self._context = int(self._llm.n_ctx())
+
+    @property
+    def name(self) -> str:
+        return self._path.name
+
+    @property
+    def context_size(self) -> int:
+        return self._context
+
+    def count_tokens(self, text: str) -> int:
+        return len(self._llm.tokenize(text.encode("utf-8"), add_bos=False, special=False))
+
+    def stream_chat(
+        self,
+        messages: Sequence[dict[str, str]],
+        *,
+        max_tokens: int,
+        temperature: float,
+        should_stop: Callable[[], bool],
+    ) -> Iterator[str]:
+        try:
+            stream = self._llm.create_chat_completion(
+                messages=list(messages),  # type: ignore[arg-type]
+                max_tokens=max_tokens,
+                temperature=temperature,
+                top_p=0.9,
+                repeat_penalty=1.1,
+                stream=True,
+            )
+            for part in stream:
+                if should_stop():
+                    return
+                delta = part["choices"][0]["delta"]  # type: ignore[index]
+                piece = delta.get("content") if isinstance(delta, dict) else None
+                if piece:
+                    yield str(piece)
+        except (ValueError, RuntimeError) as exc:
+            raise GenerationError(f"generation with {self.name} failed: {exc}") from exc

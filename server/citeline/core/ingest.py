@@ -1,0 +1,281 @@
+"""Bringing an index up to date with its documents folder: plan, then apply.
+
+``plan_changes`` is cheap and pure of side effects: it walks the folder and
+compares size and mtime with the store.  ``Ingestor.run`` applies a plan in
+batches: load and chunk each changed file, look every chunk's embedding text up
+by content hash, embed only the texts never seen before (several files' chunks
+per model call), then replace each file's chunks in its own transaction.
+Progress is reported per file once it is committed, cancellation is checked
+before each batch, and a run can be killed at any moment: the next run opens a
+consistent store and finishes the job.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from citeline.core.chunking import ChunkSettings, chunk_document, embedding_key, embedding_text
+from citeline.core.documents import LoadError, SourceDocument
+from citeline.core.embedding import Embedder
+from citeline.core.index import DocumentIndex
+from citeline.core.loaders import is_supported, load_document
+from citeline.core.store import FileRecord, NewChunk, Vector
+from citeline.core.walking import iter_documents
+
+log = logging.getLogger(__name__)
+
+ProgressCallback = Callable[[int, int, str], None]
+"""Called with (files done, files to do, path just done)."""
+
+
+@dataclass(frozen=True)
+class Plan:
+    to_check: list[tuple[str, Path]]  # new, or size/mtime changed
+    to_remove: list[str]
+    unchanged: int
+
+    @property
+    def empty(self) -> bool:
+        return not self.to_check and not self.to_remove
+
+
+@dataclass
+class IngestReport:
+    files: int = 0
+    chunks: int = 0
+    embedded: int = 0
+    reused: int = 0
+    removed: int = 0
+    files_changed: int = 0
+    files_removed: int = 0
+    cancelled: bool = False
+    seconds: float = 0.0
+    errors: list[tuple[str, str]] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "files": self.files,
+            "chunks": self.chunks,
+            "embedded": self.embedded,
+            "reused": self.reused,
+            "removed": self.removed,
+            "files_changed": self.files_changed,
+            "files_removed": self.files_removed,
+            "cancelled": self.cancelled,
+            "seconds": round(self.seconds, 3),
+            "errors": [{"path": p, "message": m} for p, m in self.errors],
+        }
+
+
+def plan_changes(
+    index: DocumentIndex, only: Iterable[str] | None = None
+) -> Plan:
+    """What differs between the folder and the store.
+
+    ``only`` limits the plan to some relative paths (a saved file, a watcher
+    batch); paths among them that no longer exist are planned for removal.
+    """
+    known = index.store.files()
+    root = index.docs_root
+    if only is None:
+        present = dict(iter_documents(root, is_supported, index.index_dir))
+        candidates: Iterable[str] = present
+        gone = [p for p in known if p not in present]
+    else:
+        wanted = set(only)
+        present = {
+            rel: path
+            for rel, path in iter_documents(root, is_supported, index.index_dir)
+            if rel in wanted
+        }
+        candidates = present
+        gone = [p for p in wanted if p in known and p not in present]
+    to_check: list[tuple[str, Path]] = []
+    unchanged = 0
+    for rel in candidates:
+        path = present[rel]
+        record = known.get(rel)
+        if record is not None and _same_stat(record, path):
+            unchanged += 1
+        else:
+            to_check.append((rel, path))
+    return Plan(to_check=to_check, to_remove=sorted(gone), unchanged=unchanged)
+
+
+def _same_stat(record: FileRecord, path: Path) -> bool:
+    try:
+        st = path.stat()
+    except OSError:
+        return False
+    return st.st_size == record.size and st.st_mtime_ns == record.mtime_ns
+
+
+@dataclass
+class _Prepared:
+    rel: str
+    content_hash: str
+    size: int
+    mtime_ns: int
+    document: SourceDocument | None
+    chunks: list[NewChunk]
+    error: str | None
+    gone: bool = False
+
+
+class Ingestor:
+    """Applies plans to one index with one embedder.  Use from one thread."""
+
+    def __init__(
+        self,
+        index: DocumentIndex,
+        embedder: Embedder,
+        chunking: ChunkSettings,
+        *,
+        max_file_bytes: int = 20 * 1024 * 1024,
+        batch_chunks: int = 64,
+    ) -> None:
+        self.index = index
+        self.embedder = embedder
+        self.chunking = chunking
+        self.max_file_bytes = max_file_bytes
+        self.batch_chunks = batch_chunks
+
+    def run(
+        self,
+        plan: Plan | None = None,
+        *,
+        progress: ProgressCallback | None = None,
+        cancelled: Callable[[], bool] | None = None,
+    ) -> IngestReport:
+        started = time.perf_counter()
+        report = IngestReport()
+        with self.index.writing():
+            plan = plan if plan is not None else plan_changes(self.index)
+            known = self.index.store.files()
+            total = len(plan.to_check)
+            done = 0
+            batch: list[_Prepared] = []
+            batch_cost = 0
+            for rel, path in plan.to_check:
+                if cancelled is not None and cancelled():
+                    report.cancelled = True
+                    break
+                prepared = self._prepare(rel, path, known.get(rel))
+                if prepared is not None and prepared.gone:  # deleted since the plan
+                    if rel in known:
+                        plan.to_remove.append(rel)
+                    prepared = None
+                if prepared is None:  # content unchanged, only the mtime moved
+                    done += 1
+                    if progress:
+                        progress(done, total, rel)
+                    continue
+                batch.append(prepared)
+                batch_cost += len(prepared.chunks)
+                if batch_cost >= self.batch_chunks:
+                    done = self._commit(batch, report, done, total, progress)
+                    batch, batch_cost = [], 0
+            if batch:
+                done = self._commit(batch, report, done, total, progress)
+            if plan.to_remove and not report.cancelled:
+                removed = self.index.store.remove_files(plan.to_remove)
+                self.index.apply(removed, [], np.zeros((0, self.embedder.dimension), np.float32))
+                report.removed += len(removed)
+                report.files_removed += len(plan.to_remove)
+            self.index.store.prune_vectors()
+            self.index.save_vectors()
+        report.files, report.chunks = self.index.store.counts()
+        report.errors = self.index.store.file_errors()
+        report.seconds = time.perf_counter() - started
+        return report
+
+    def _prepare(self, rel: str, path: Path, record: FileRecord | None) -> _Prepared | None:
+        try:
+            st = path.stat()
+            with open(path, "rb") as handle:
+                content_hash = hashlib.sha256(handle.read(self.max_file_bytes + 1)).hexdigest()
+        except FileNotFoundError:
+            return _Prepared(rel, "", 0, 0, None, [], None, gone=True)
+        except OSError as exc:
+            return _Prepared(rel, "", 0, 0, None, [], _os_message(exc))
+        if record is not None and record.content_hash == content_hash and record.error is None:
+            self.index.store.touch_file(rel, st.st_size, st.st_mtime_ns)
+            return None
+        try:
+            document = load_document(path, rel, max_bytes=self.max_file_bytes)
+        except LoadError as exc:
+            log.warning("%s: %s", rel, exc)
+            return _Prepared(rel, content_hash, st.st_size, st.st_mtime_ns, None, [], str(exc))
+        chunks = [
+            NewChunk(chunk, embedding_key(embedding_text(chunk, self.chunking)))
+            for chunk in chunk_document(document, self.chunking)
+        ]
+        return _Prepared(rel, content_hash, st.st_size, st.st_mtime_ns, document, chunks, None)
+
+    def _commit(
+        self,
+        batch: list[_Prepared],
+        report: IngestReport,
+        done: int,
+        total: int,
+        progress: ProgressCallback | None,
+    ) -> int:
+        store = self.index.store
+        dim = self.embedder.dimension
+        keys = {c.vector_key for p in batch for c in p.chunks}
+        cached = store.vectors_for_keys(keys, dim)
+        missing: dict[str, str] = {}
+        for prepared in batch:
+            for item in prepared.chunks:
+                if item.vector_key not in cached and item.vector_key not in missing:
+                    missing[item.vector_key] = embedding_text(item.chunk, self.chunking)
+        fresh: dict[str, Vector] = {}
+        if missing:
+            vectors = self.embedder.embed_documents(list(missing.values()))
+            fresh = dict(zip(missing.keys(), vectors, strict=True))
+        for prepared in batch:
+            new_for_file = {
+                c.vector_key: fresh[c.vector_key]
+                for c in prepared.chunks
+                if c.vector_key in fresh
+            }
+            removed, added = store.replace_file(
+                path=prepared.rel,
+                kind=prepared.document.kind if prepared.document else "unknown",
+                title=prepared.document.title if prepared.document else prepared.rel,
+                content_hash=prepared.content_hash,
+                size=prepared.size,
+                mtime_ns=prepared.mtime_ns,
+                chunks=prepared.chunks,
+                new_vectors=new_for_file,
+                error=prepared.error,
+            )
+            # Vectors written with an earlier file of this batch are cached now.
+            for key, vector in new_for_file.items():
+                cached[key] = vector
+                fresh.pop(key, None)
+                report.embedded += 1
+            vectors_for_chunks = np.stack(
+                [cached[c.vector_key] for c in prepared.chunks]
+            ) if prepared.chunks else np.zeros((0, dim), np.float32)
+            self.index.apply(removed, added, vectors_for_chunks)
+            report.reused += len(prepared.chunks) - len(new_for_file)
+            report.removed += max(0, len(removed) - len(added))
+            report.files_changed += 1
+            done += 1
+            if progress:
+                progress(done, total, prepared.rel)
+        return done
+
+
+def _os_message(exc: OSError) -> str:
+    if isinstance(exc, PermissionError):
+        return "permission denied"
+    return exc.strerror or str(exc)

@@ -1,0 +1,357 @@
+"""The index's source of truth: an SQLite database of files, chunks and vectors.
+
+Tables:
+- ``meta``: what built the index (embedding model fingerprint, dimension, chunk
+  settings) and a ``generation`` counter bumped by every commit that changes
+  chunks, so a vector index saved at another generation is known to be stale.
+- ``files``: one row per document seen, with its content hash, size, mtime and
+  the load error if it could not be read.
+- ``chunks``: the text and location (heading path, line span or page) of every
+  chunk, and the key of the vector that embeds it.  Chunk ids are vector ids.
+- ``vectors``: content-addressed embeddings (key = hash of the embedded text),
+  so an unchanged text is never embedded twice, even across renames.
+
+A file's chunks are replaced in one transaction with its file row, so a crash
+leaves either the old or the new version of each file, never a mix.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import numpy.typing as npt
+
+from citeline.core.documents import Chunk
+
+SCHEMA_VERSION = "1"
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS files (
+    id INTEGER PRIMARY KEY,
+    path TEXT NOT NULL UNIQUE,
+    kind TEXT NOT NULL,
+    title TEXT NOT NULL,
+    content_hash TEXT NOT NULL,
+    size INTEGER NOT NULL,
+    mtime_ns INTEGER NOT NULL,
+    indexed_at REAL NOT NULL,
+    error TEXT
+);
+CREATE TABLE IF NOT EXISTS chunks (
+    id INTEGER PRIMARY KEY,
+    file_id INTEGER NOT NULL REFERENCES files(id) ON DELETE CASCADE,
+    ordinal INTEGER NOT NULL,
+    title TEXT NOT NULL,
+    title_from_content INTEGER NOT NULL,
+    heading_path TEXT NOT NULL,
+    text TEXT NOT NULL,
+    start_line INTEGER,
+    end_line INTEGER,
+    page INTEGER,
+    vector_key TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS chunks_file ON chunks(file_id);
+CREATE INDEX IF NOT EXISTS chunks_vector ON chunks(vector_key);
+CREATE TABLE IF NOT EXISTS vectors (
+    key TEXT PRIMARY KEY,
+    vector BLOB NOT NULL,
+    last_used REAL NOT NULL
+);
+"""
+
+
+class StoreError(Exception):
+    """The index database cannot be opened or is damaged; one line for the user."""
+
+
+@dataclass(frozen=True)
+class FileRecord:
+    id: int
+    path: str
+    kind: str
+    title: str
+    content_hash: str
+    size: int
+    mtime_ns: int
+    indexed_at: float
+    error: str | None
+
+
+@dataclass(frozen=True)
+class NewChunk:
+    chunk: Chunk
+    vector_key: str
+
+
+Vector = npt.NDArray[np.float32]
+
+
+class Store:
+    """SQLite-backed store.  One instance per thread; SQLite serialises writers."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        try:
+            self._db = sqlite3.connect(
+                path, timeout=30.0, isolation_level=None, check_same_thread=False
+            )
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=NORMAL")
+            self._db.execute("PRAGMA foreign_keys=ON")
+            self._db.executescript(_SCHEMA)
+            version = self.get_meta("schema")
+            if version is None:
+                self.set_meta("schema", SCHEMA_VERSION)
+            elif version != SCHEMA_VERSION:
+                raise StoreError(
+                    f"index at {path} has schema {version}, this Citeline needs {SCHEMA_VERSION};"
+                    " delete the folder to rebuild it"
+                )
+            self._db.execute("SELECT count(*) FROM chunks").fetchone()
+        except sqlite3.DatabaseError as exc:
+            raise StoreError(f"index database {path} is damaged ({exc}); delete it to rebuild") from exc
+
+    def close(self) -> None:
+        self._db.close()
+
+    # -- meta ---------------------------------------------------------------
+
+    def get_meta(self, key: str) -> str | None:
+        row = self._db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return None if row is None else str(row[0])
+
+    def set_meta(self, key: str, value: str) -> None:
+        self._db.execute(
+            "INSERT INTO meta(key, value) VALUES(?, ?) "
+            "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+            (key, value),
+        )
+
+    @property
+    def generation(self) -> int:
+        return int(self.get_meta("generation") or 0)
+
+    def _bump_generation(self) -> None:
+        self.set_meta("generation", str(self.generation + 1))
+
+    # -- files --------------------------------------------------------------
+
+    def files(self) -> dict[str, FileRecord]:
+        rows = self._db.execute(
+            "SELECT id, path, kind, title, content_hash, size, mtime_ns, indexed_at, error FROM files"
+        ).fetchall()
+        return {row[1]: FileRecord(*row) for row in rows}
+
+    def file_errors(self) -> list[tuple[str, str]]:
+        rows = self._db.execute(
+            "SELECT path, error FROM files WHERE error IS NOT NULL ORDER BY path"
+        ).fetchall()
+        return [(str(p), str(e)) for p, e in rows]
+
+    def chunk_ids_for(self, path: str) -> list[int]:
+        rows = self._db.execute(
+            "SELECT chunks.id FROM chunks JOIN files ON files.id = chunks.file_id WHERE files.path = ?",
+            (path,),
+        ).fetchall()
+        return [int(r[0]) for r in rows]
+
+    def touch_file(self, path: str, size: int, mtime_ns: int) -> None:
+        """Record a new mtime for a file whose content did not change."""
+        self._db.execute(
+            "UPDATE files SET size = ?, mtime_ns = ? WHERE path = ?", (size, mtime_ns, path)
+        )
+
+    def replace_file(
+        self,
+        *,
+        path: str,
+        kind: str,
+        title: str,
+        content_hash: str,
+        size: int,
+        mtime_ns: int,
+        chunks: Sequence[NewChunk],
+        new_vectors: dict[str, Vector],
+        error: str | None = None,
+    ) -> tuple[list[int], list[int]]:
+        """Atomically replace a file's chunks.  Returns (removed ids, added ids)."""
+        now = time.time()
+        with self._transaction():
+            removed = self.chunk_ids_for(path)
+            self._db.execute("DELETE FROM files WHERE path = ?", (path,))
+            cursor = self._db.execute(
+                "INSERT INTO files(path, kind, title, content_hash, size, mtime_ns, indexed_at, error)"
+                " VALUES(?, ?, ?, ?, ?, ?, ?, ?)",
+                (path, kind, title, content_hash, size, mtime_ns, now, error),
+            )
+            file_id = cursor.lastrowid
+            self._db.executemany(
+                "INSERT INTO vectors(key, vector, last_used) VALUES(?, ?, ?) "
+                "ON CONFLICT(key) DO UPDATE SET last_used = excluded.last_used",
+                [(k, v.astype(np.float32).tobytes(), now) for k, v in new_vectors.items()],
+            )
+            added: list[int] = []
+            for item in chunks:
+                c = item.chunk
+                cur = self._db.execute(
+                    "INSERT INTO chunks(file_id, ordinal, title, title_from_content, heading_path,"
+                    " text, start_line, end_line, page, vector_key)"
+                    " VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    (
+                        file_id,
+                        c.ordinal,
+                        c.title,
+                        int(c.title_from_content),
+                        json.dumps(list(c.heading_path), ensure_ascii=False),
+                        c.text,
+                        c.start_line,
+                        c.end_line,
+                        c.page,
+                        item.vector_key,
+                    ),
+                )
+                assert cur.lastrowid is not None
+                added.append(int(cur.lastrowid))
+            if removed or added:
+                self._bump_generation()
+        return removed, added
+
+    def remove_files(self, paths: Iterable[str]) -> list[int]:
+        """Delete files and their chunks in one transaction; returns removed chunk ids."""
+        removed: list[int] = []
+        with self._transaction():
+            for path in paths:
+                removed.extend(self.chunk_ids_for(path))
+                self._db.execute("DELETE FROM files WHERE path = ?", (path,))
+            if removed:
+                self._bump_generation()
+        return removed
+
+    def clear(self) -> None:
+        """Forget every file, chunk and vector (the model or settings changed)."""
+        with self._transaction():
+            self._db.execute("DELETE FROM chunks")
+            self._db.execute("DELETE FROM files")
+            self._db.execute("DELETE FROM vectors")
+            self._bump_generation()
+
+    def forget_chunks(self) -> None:
+        """Forget files and chunks but keep vectors (chunking changed, the model did not)."""
+        with self._transaction():
+            self._db.execute("DELETE FROM chunks")
+            self._db.execute("DELETE FROM files")
+            self._bump_generation()
+
+    # -- vectors ------------------------------------------------------------
+
+    def existing_vector_keys(self, keys: Iterable[str]) -> set[str]:
+        wanted = list(set(keys))
+        found: set[str] = set()
+        for start in range(0, len(wanted), 500):
+            part = wanted[start : start + 500]
+            marks = ",".join("?" * len(part))
+            rows = self._db.execute(f"SELECT key FROM vectors WHERE key IN ({marks})", part)
+            found.update(str(r[0]) for r in rows)
+        return found
+
+    def vectors_for_keys(self, keys: Iterable[str], dimension: int) -> dict[str, Vector]:
+        wanted = list(set(keys))
+        out: dict[str, Vector] = {}
+        for start in range(0, len(wanted), 500):
+            part = wanted[start : start + 500]
+            marks = ",".join("?" * len(part))
+            rows = self._db.execute(f"SELECT key, vector FROM vectors WHERE key IN ({marks})", part)
+            for key, blob in rows:
+                out[str(key)] = np.frombuffer(blob, dtype=np.float32, count=dimension)
+        return out
+
+    def iter_chunk_vectors(
+        self, dimension: int, batch: int = 4096
+    ) -> Iterator[tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]]:
+        """All (chunk ids, vectors) in batches: what the vector index is rebuilt from."""
+        cursor = self._db.execute(
+            "SELECT chunks.id, vectors.vector FROM chunks JOIN vectors ON vectors.key = chunks.vector_key"
+            " ORDER BY chunks.id"
+        )
+        while True:
+            rows = cursor.fetchmany(batch)
+            if not rows:
+                return
+            ids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+            vecs = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32).reshape(
+                len(rows), dimension
+            )
+            yield ids, vecs
+
+    def prune_vectors(self, older_than_seconds: float = 7 * 24 * 3600) -> int:
+        """Drop vectors no chunk uses that were last used long ago."""
+        cutoff = time.time() - older_than_seconds
+        with self._transaction():
+            cur = self._db.execute(
+                "DELETE FROM vectors WHERE last_used < ? AND key NOT IN (SELECT vector_key FROM chunks)",
+                (cutoff,),
+            )
+        return cur.rowcount
+
+    # -- chunks -------------------------------------------------------------
+
+    def chunks_by_id(self, ids: Sequence[int]) -> dict[int, Chunk]:
+        out: dict[int, Chunk] = {}
+        for start in range(0, len(ids), 500):
+            part = [int(i) for i in ids[start : start + 500]]
+            marks = ",".join("?" * len(part))
+            rows = self._db.execute(
+                "SELECT chunks.id, files.path, chunks.title, chunks.heading_path, chunks.text,"
+                " chunks.start_line, chunks.end_line, chunks.page, chunks.ordinal,"
+                " chunks.title_from_content"
+                f" FROM chunks JOIN files ON files.id = chunks.file_id WHERE chunks.id IN ({marks})",
+                part,
+            )
+            for row in rows:
+                out[int(row[0])] = Chunk(
+                    path=row[1],
+                    title=row[2],
+                    heading_path=tuple(json.loads(row[3])),
+                    text=row[4],
+                    start_line=row[5],
+                    end_line=row[6],
+                    page=row[7],
+                    ordinal=row[8],
+                    title_from_content=bool(row[9]),
+                )
+        return out
+
+    def counts(self) -> tuple[int, int]:
+        """(files without errors, chunks)."""
+        files = self._db.execute("SELECT count(*) FROM files WHERE error IS NULL").fetchone()[0]
+        chunks = self._db.execute("SELECT count(*) FROM chunks").fetchone()[0]
+        return int(files), int(chunks)
+
+    def last_update(self) -> float | None:
+        row = self._db.execute("SELECT max(indexed_at) FROM files").fetchone()
+        return None if row[0] is None else float(row[0])
+
+    # -- transactions -------------------------------------------------------
+
+    class _Tx:
+        def __init__(self, db: sqlite3.Connection) -> None:
+            self._db = db
+
+        def __enter__(self) -> None:
+            self._db.execute("BEGIN IMMEDIATE")
+
+        def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
+            if exc_type is None:
+                self._db.execute("COMMIT")
+            else:
+                self._db.execute("ROLLBACK")
+
+    def _transaction(self) -> Store._Tx:
+        return Store._Tx(self._db)

@@ -1,0 +1,166 @@
+"""Typed settings with safe fallbacks.
+
+One frozen dataclass tree with defaults.  Layers apply in order, each over the
+previous: defaults < ``citeline.toml`` in the documents folder < editor or
+command-line overrides.  Keys may be snake_case (TOML) or camelCase (editors).
+A value of the wrong type, or an unknown key, is reported as a warning and the
+previous layer's value stays: bad settings never stop Citeline.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar, get_type_hints
+
+from citeline.core.answering import AnswerSettings
+from citeline.core.chunking import ChunkSettings
+
+log = logging.getLogger(__name__)
+
+SETTINGS_FILE = "citeline.toml"
+
+# Query/document prefixes that common embedding model families were trained with.
+EMBEDDING_PRESETS: dict[str, tuple[str, str]] = {
+    "none": ("", ""),
+    "e5": ("query: ", "passage: "),
+    "nomic": ("search_query: ", "search_document: "),
+    "bge": ("Represent this sentence for searching relevant passages: ", ""),
+}
+
+
+@dataclass(frozen=True)
+class EmbeddingSettings:
+    model: str = ""  # path to a GGUF embedding model; empty = bundled all-MiniLM-L6-v2
+    preset: str = ""  # "e5", "nomic", "bge": sets both prefixes
+    query_prefix: str = ""
+    document_prefix: str = ""
+    max_tokens: int = 0  # 0 = the model's own context (256 for the default model)
+    threads: int = 0  # 0 = all cores
+
+    def prefixes(self) -> tuple[str, str]:
+        query, document = EMBEDDING_PRESETS.get(self.preset, ("", ""))
+        return (self.query_prefix or query, self.document_prefix or document)
+
+
+@dataclass(frozen=True)
+class GenerationSettings:
+    model: str = ""  # path to a GGUF chat model; empty = bundled SmolLM2-135M-Instruct
+    context_size: int = 2048
+    threads: int = 0  # 0 = all cores
+
+
+@dataclass(frozen=True)
+class SearchSettings:
+    top_k: int = 5
+
+
+@dataclass(frozen=True)
+class RecordSettings:
+    asks: bool = True  # one JSON line per ask in <index>/asks.jsonl
+
+
+@dataclass(frozen=True)
+class IndexSettings:
+    path: str = ""  # empty = <docs>/.citeline
+    max_file_mb: float = 20.0
+
+
+@dataclass(frozen=True)
+class Settings:
+    embedding: EmbeddingSettings = field(default_factory=EmbeddingSettings)
+    chunking: ChunkSettings = field(default_factory=ChunkSettings)
+    search: SearchSettings = field(default_factory=SearchSettings)
+    index: IndexSettings = field(default_factory=IndexSettings)
+    generation: GenerationSettings = field(default_factory=GenerationSettings)
+    answer: AnswerSettings = field(default_factory=AnswerSettings)
+    records: RecordSettings = field(default_factory=RecordSettings)
+
+    def index_dir(self, docs_root: Path) -> Path:
+        if self.index.path:
+            path = Path(self.index.path).expanduser()
+            return path if path.is_absolute() else docs_root / path
+        return docs_root / ".citeline"
+
+
+T = TypeVar("T")
+
+
+def _snake(key: str) -> str:
+    return "".join("_" + c.lower() if c.isupper() else c for c in key)
+
+
+def merge(base: T, values: Mapping[str, Any], where: str, warnings: list[str]) -> T:
+    """Return ``base`` with ``values`` applied; problems go to ``warnings``."""
+    assert dataclasses.is_dataclass(base) and not isinstance(base, type)
+    hints = get_type_hints(type(base))
+    fields = {f.name for f in dataclasses.fields(base)}
+    changes: dict[str, Any] = {}
+    for raw_key, value in values.items():
+        key = _snake(raw_key)
+        label = f"{where}.{raw_key}" if where else raw_key
+        if key not in fields:
+            warnings.append(f"unknown setting {label!r} ignored")
+            continue
+        current = getattr(base, key)
+        if dataclasses.is_dataclass(current):
+            if isinstance(value, Mapping):
+                changes[key] = merge(current, value, label, warnings)
+            else:
+                warnings.append(f"setting {label!r} must be a table; ignored")
+            continue
+        expected = hints[key]
+        if expected is float and isinstance(value, int) and not isinstance(value, bool):
+            value = float(value)
+        if expected in (int, float) and isinstance(value, bool):
+            ok = False
+        else:
+            ok = isinstance(value, expected) if isinstance(expected, type) else True
+        if not ok:
+            warnings.append(
+                f"setting {label!r} must be {getattr(expected, '__name__', expected)},"
+                f" got {value!r}; using {current!r}"
+            )
+            continue
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and value < 0:
+            warnings.append(f"setting {label!r} must not be negative; using {current!r}")
+            continue
+        changes[key] = value
+    result = dataclasses.replace(base, **changes)
+    if isinstance(result, EmbeddingSettings) and result.preset not in ("", *EMBEDDING_PRESETS):
+        warnings.append(
+            f"unknown embedding preset {result.preset!r} (known: {', '.join(EMBEDDING_PRESETS)})"
+        )
+        result = dataclasses.replace(result, preset="")
+    if isinstance(result, ChunkSettings) and result.overlap_cost >= result.max_cost:
+        warnings.append("chunking.overlap_cost must be smaller than max_cost; using defaults")
+        result = ChunkSettings()
+    return result
+
+
+def read_settings_file(docs_root: Path, warnings: list[str]) -> Mapping[str, Any]:
+    path = docs_root / SETTINGS_FILE
+    if not path.is_file():
+        return {}
+    try:
+        return tomllib.loads(path.read_text("utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        warnings.append(f"{path}: {exc}; using defaults")
+        return {}
+
+
+def load_settings(
+    docs_root: Path, *overrides: Mapping[str, Any]
+) -> tuple[Settings, list[str]]:
+    """Defaults < citeline.toml < each override in turn.  Returns (settings, warnings)."""
+    warnings: list[str] = []
+    settings = merge(Settings(), read_settings_file(docs_root, warnings), "", warnings)
+    for layer in overrides:
+        settings = merge(settings, layer, "", warnings)
+    for warning in warnings:
+        log.warning("%s", warning)
+    return settings, warnings

@@ -1,0 +1,176 @@
+"""Incremental, chunk-level indexing with the real default embedding model."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pymupdf
+import pytest
+from conftest import SAMPLES, CountingEmbedder
+
+from citeline.app import ModelPool, Workspace, open_workspace
+from citeline.core.chunking import ChunkSettings
+from citeline.settings import EmbeddingSettings, Settings
+
+
+def paragraph(topic: str, n: int) -> str:
+    return (
+        f"Paragraph {n} explains {topic} in detail. It has a few sentences so that it "
+        f"forms a chunk of its own. The {topic} behaviour number {n} is documented here."
+    )
+
+
+def long_markdown(topics: list[str]) -> str:
+    parts = ["# Handbook", ""]
+    for i, topic in enumerate(topics):
+        parts += [f"## Section {i}: {topic}", "", paragraph(topic, i), "", paragraph(topic, i + 100), ""]
+    return "\n".join(parts)
+
+
+TOPICS = [
+    "backups", "proxies", "certificates", "logging", "upgrades", "caching",
+    "permissions", "monitoring", "scheduling", "rollbacks",
+]
+
+
+def open_ws(docs: Path, embedder: CountingEmbedder, settings: Settings | None = None) -> Workspace:
+    settings = settings or Settings()
+    return open_workspace(docs, settings, ModelPool(embedders={settings.embedding: embedder}))
+
+
+@pytest.fixture()
+def docs(tmp_path: Path) -> Path:
+    root = tmp_path / "docs"
+    root.mkdir()
+    (root / "handbook.md").write_text(long_markdown(TOPICS))
+    (root / "notes.txt").write_text("Plain notes about the coffee machine.\n\nDescale it monthly.\n")
+    (root / "page.html").write_text(
+        "<html><head><title>Ops page</title><script>var x=1;</script></head><body>"
+        "<nav>Home | About</nav><h1>Ops</h1>\n<p>The pager rotation changes every Monday.</p>"
+        "<footer>Copyright</footer></body></html>"
+    )
+    doc = pymupdf.open()
+    doc.new_page().insert_text((72, 72), "The PDF says the vault key rotates quarterly.")
+    doc.save(root / "manual.pdf")
+    return root
+
+
+def test_cold_then_no_change_then_one_paragraph_edit(docs: Path, embedder: CountingEmbedder) -> None:
+    ws = open_ws(docs, embedder)
+    first = ws.update()
+    assert first.errors == []
+    assert first.files == 4 and first.chunks >= 12
+    assert first.embedded == embedder.embedded == first.chunks
+    assert first.reused == 0
+
+    again = ws.update()
+    assert again.embedded == 0 and again.files_changed == 0 and again.chunks == first.chunks
+    assert embedder.embedded == first.embedded
+
+    handbook = docs / "handbook.md"
+    text = handbook.read_text()
+    edited = text.replace("Paragraph 4 explains upgrades", "Paragraph 4 explains zero-downtime upgrades")
+    assert edited != text
+    handbook.write_text(edited)
+    before = embedder.embedded
+    third = ws.update()
+    assert third.files_changed == 1
+    assert third.embedded == embedder.embedded - before == 1  # only the edited chunk
+    assert third.reused == third.chunks - 3 - 1  # every other handbook chunk was reused
+    hits = ws.retriever.search("zero-downtime upgrades", k=1)
+    assert hits[0].chunk.path == "handbook.md" and "zero-downtime" in hits[0].chunk.text
+    ws.close()
+
+
+def test_rename_embeds_nothing_and_delete_disappears(docs: Path, embedder: CountingEmbedder) -> None:
+    ws = open_ws(docs, embedder)
+    ws.update()
+    (docs / "guides").mkdir()
+    shutil.move(docs / "handbook.md", docs / "guides" / "renamed.md")
+    (docs / "notes.txt").rename(docs / "coffee.txt")  # title from file name: not embedded
+    before = embedder.embedded
+    report = ws.update()
+    assert embedder.embedded == before and report.embedded == 0
+    assert report.files_changed == 2 and report.files_removed == 2
+    hit = ws.retriever.search("certificates behaviour", k=1)[0]
+    assert hit.chunk.path == "guides/renamed.md"
+    assert ws.retriever.search("descale the coffee machine", k=1)[0].chunk.path == "coffee.txt"
+
+    (docs / "manual.pdf").unlink()
+    report = ws.update()
+    assert report.files_removed == 1 and report.removed == 1
+    paths = {h.chunk.path for h in ws.retriever.search("vault key rotates quarterly", k=20)}
+    assert "manual.pdf" not in paths
+    assert len(ws.index.vectors) == report.chunks
+    ws.close()
+
+
+def test_touch_without_change_embeds_nothing(docs: Path, embedder: CountingEmbedder) -> None:
+    ws = open_ws(docs, embedder)
+    ws.update()
+    (docs / "handbook.md").write_text((docs / "handbook.md").read_text())
+    before = embedder.embedded
+    report = ws.update()
+    assert embedder.embedded == before and report.files_changed == 0
+    ws.close()
+
+
+def test_bad_files_are_errors_and_the_rest_indexes(docs: Path, embedder: CountingEmbedder) -> None:
+    (docs / "binary.md").write_bytes(bytes(range(256)) * 50)
+    (docs / "broken.pdf").write_bytes(b"%PDF-1.7\nthis is not really a pdf\n")
+    enc = pymupdf.open()
+    enc.new_page().insert_text((72, 72), "secret")
+    enc.save(docs / "locked.pdf", encryption=pymupdf.PDF_ENCRYPT_AES_256, owner_pw="o", user_pw="u")
+    ws = open_ws(docs, embedder)
+    report = ws.update()
+    errors = dict(report.errors)
+    assert set(errors) == {"binary.md", "broken.pdf", "locked.pdf"}
+    assert all("\n" not in m and m for m in errors.values())
+    assert "encrypted" in errors["locked.pdf"]
+    assert report.files == 4
+    # a fixed file clears its error
+    (docs / "binary.md").write_text("# Fixed\n\nNow it is text.\n")
+    report = ws.update()
+    assert "binary.md" not in dict(report.errors) and report.files == 5
+    ws.close()
+
+
+def test_changing_chunking_rechunks_but_reuses_vectors(docs: Path, embedder: CountingEmbedder) -> None:
+    ws = open_ws(docs, embedder)
+    cold = ws.update()
+    ws.close()
+    settings = Settings(chunking=ChunkSettings(max_cost=1000, overlap_cost=100))
+    ws = open_ws(docs, embedder, settings)
+    report = ws.update()
+    assert report.files_changed == 4  # everything re-chunked
+    assert report.embedded < cold.embedded // 2  # most chunks have the same text: reused
+    ws.close()
+
+
+def test_changing_the_model_reembeds_everything(docs: Path, embedder: CountingEmbedder) -> None:
+    ws = open_ws(docs, embedder)
+    cold = ws.update()
+    ws.close()
+    # a query/document prefix changes every vector: the index must not mix them
+    prefixed = Settings(embedding=EmbeddingSettings(preset="e5"))
+    from citeline.app import make_embedder
+
+    other = CountingEmbedder(make_embedder(prefixed.embedding))
+    ws = open_ws(docs, other, prefixed)
+    report = ws.update()
+    assert report.embedded == other.embedded == cold.chunks
+    assert (ws.index.store.get_meta("embedder") or "").startswith(other.fingerprint)
+    ws.close()
+
+
+def test_samples_index_cleanly(tmp_path: Path, embedder: CountingEmbedder) -> None:
+    docs = tmp_path / "samples"
+    shutil.copytree(SAMPLES, docs)
+    ws = open_ws(docs, embedder)
+    report = ws.update()
+    assert report.errors == []
+    assert report.files == len([p for p in docs.rglob("*") if p.is_file() and ".citeline" not in p.parts])
+    hit = ws.retriever.search("What happens when a PDF is encrypted?", k=3)
+    assert any(h.chunk.path in {"troubleshooting.md", "citeline-guide.pdf"} for h in hit)
+    ws.close()

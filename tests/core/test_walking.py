@@ -1,0 +1,64 @@
+import os
+from pathlib import Path
+
+from citeline.core.walking import iter_documents
+
+
+def supported(path: Path) -> bool:
+    return path.suffix in {".md", ".txt", ".pdf"}
+
+
+def write(root: Path, rel: str, text: str = "x") -> None:
+    path = root / rel
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+
+
+def found(root: Path, index_dir: Path | None = None) -> list[str]:
+    return [rel for rel, _ in iter_documents(root, supported, index_dir)]
+
+
+def test_skips_hidden_unsupported_and_index_folder(tmp_path: Path) -> None:
+    for rel in ["a.md", "sub/b.txt", ".hidden/c.md", ".d.md", "e.png", "idx/f.md", "sub/.git/g.md"]:
+        write(tmp_path, rel)
+    assert found(tmp_path, tmp_path / "idx") == ["a.md", "sub/b.txt"]
+
+
+def test_gitignore_and_citelineignore_rules(tmp_path: Path) -> None:
+    for rel in [
+        "keep.md",
+        "drafts/one.md",
+        "notes/build/out.md",
+        "notes/keep.txt",
+        "notes/secret.md",
+        "logs/x.txt",
+        "logs/important.txt",
+        "deep/a/b/tmp.md",
+        "root-only.md",
+        "sub/root-only.md",
+    ]:
+        write(tmp_path, rel)
+    write(tmp_path, ".gitignore", "drafts/\nbuild\n# comment\nlogs/*\n!logs/important.txt\n/root-only.md\n")
+    write(tmp_path, ".citelineignore", "**/tmp.md\n")
+    write(tmp_path, "notes/.gitignore", "secret.md\n")
+    assert found(tmp_path) == [
+        "keep.md",
+        "logs/important.txt",
+        "notes/keep.txt",
+        "sub/root-only.md",
+    ]
+
+
+def test_symlinks_inside_followed_outside_not(tmp_path: Path) -> None:
+    docs = tmp_path / "docs"
+    outside = tmp_path / "outside"
+    write(docs, "real/a.md")
+    write(outside, "secret.md")
+    os.symlink(docs / "real", docs / "alias")
+    os.symlink(outside, docs / "escape")
+    os.symlink(outside / "secret.md", docs / "escape.md")
+    os.symlink(docs, docs / "real" / "loop")  # a cycle must not hang the walk
+    result = found(docs)
+    assert "real/a.md" in result
+    assert not any("secret" in r for r in result)
+    assert len(result) == len(set(result)) <= 3

@@ -1,0 +1,138 @@
+"""The command line, run as a user runs it: a separate process, real model, real files."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from conftest import SAMPLES
+
+CLI = [sys.executable, "-m", "citeline.cli"]
+
+
+def run(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+    proc = subprocess.run([*CLI, *args], capture_output=True, text=True, timeout=600)
+    if check and proc.returncode != 0:
+        raise AssertionError(f"exit {proc.returncode}: {proc.stderr}")
+    return proc
+
+
+@pytest.fixture()
+def samples(tmp_path: Path) -> Path:
+    docs = tmp_path / "samples"
+    shutil.copytree(SAMPLES, docs)
+    return docs
+
+
+def test_index_search_status_json(samples: Path) -> None:
+    report = json.loads(run("index", "--docs", str(samples), "--json").stdout)
+    assert report["files"] >= 8 and report["chunks"] > 20
+    assert report["embedded"] == report["chunks"] and report["reused"] == 0
+    assert report["removed"] == 0 and report["errors"] == []
+
+    again = json.loads(run("index", "--docs", str(samples), "--json").stdout)
+    assert again["embedded"] == 0 and again["chunks"] == report["chunks"]
+
+    out = json.loads(run("search", "encrypted PDF", "--docs", str(samples), "-k", "3", "--json").stdout)
+    hits = out["hits"]
+    assert [h["rank"] for h in hits] == [1, 2, 3]
+    assert set(hits[0]) >= {"rank", "score", "path", "title", "section", "page", "start_line", "end_line", "text"}
+    assert all("\\" not in h["path"] and not h["path"].startswith("/") for h in hits)
+    for h in hits:
+        if h["page"] is None:
+            assert 1 <= h["start_line"] <= h["end_line"]
+            lines = (samples / h["path"]).read_text().splitlines()
+            first_words = h["text"].split()[0]
+            cited = "\n".join(lines[h["start_line"] - 1 : h["end_line"]])
+            assert first_words in cited
+        else:
+            assert h["page"] >= 1 and h["start_line"] is None
+
+    status = json.loads(run("status", "--docs", str(samples), "--json").stdout)
+    assert status["files"] == report["files"] and status["chunks"] == report["chunks"]
+    assert status["dimension"] == 384 and status["model"].endswith(".gguf")
+    assert status["last_update"] and status["errors"] == []
+
+
+def test_readable_search_has_clickable_locations(samples: Path) -> None:
+    run("index", "--docs", str(samples))
+    out = run("search", "Where is the index stored?", "--docs", str(samples)).stdout
+    first = out.splitlines()[0]
+    assert first.startswith("1. ") and (".md:" in first or "page" in first)
+
+
+def test_expected_errors_are_one_line(tmp_path: Path) -> None:
+    missing = run("index", "--docs", str(tmp_path / "nope"), check=False)
+    assert missing.returncode == 2 and missing.stdout == ""
+    assert missing.stderr.strip().count("\n") == 0 and "does not exist" in missing.stderr
+
+    (tmp_path / "d").mkdir()
+    bad_model = run("index", "--docs", str(tmp_path / "d"), "--model", str(tmp_path / "m.gguf"), check=False)
+    assert bad_model.returncode == 2 and "m.gguf" in bad_model.stderr
+    assert "Traceback" not in bad_model.stderr and bad_model.stderr.strip().count("\n") == 0
+
+    index_dir = tmp_path / "d" / ".citeline"
+    index_dir.mkdir()
+    (index_dir / "index.sqlite3").write_bytes(b"garbage" * 1000)
+    corrupt = run("status", "--docs", str(tmp_path / "d"), check=False)
+    assert corrupt.returncode == 2 and "damaged" in corrupt.stderr
+    assert "Traceback" not in corrupt.stderr
+
+
+def test_kill_9_mid_run_leaves_a_usable_index_that_the_next_run_completes(tmp_path: Path) -> None:
+    docs = tmp_path / "many"
+    docs.mkdir()
+    for i in range(120):
+        body = "\n\n".join(
+            f"Document {i} paragraph {j} describes subsystem {i * 7 + j} and its failure mode {j}."
+            for j in range(6)
+        )
+        (docs / f"doc{i:03}.md").write_text(f"# Doc {i}\n\n{body}\n")
+    proc = subprocess.Popen([*CLI, "index", "--docs", str(docs)], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE)
+    db_path = docs / ".citeline" / "index.sqlite3"
+    deadline = time.time() + 300
+    committed = 0
+    while time.time() < deadline and proc.poll() is None:
+        if db_path.exists():
+            try:
+                with sqlite3.connect(db_path, timeout=1) as db:
+                    committed = db.execute("SELECT count(*) FROM files").fetchone()[0]
+            except sqlite3.Error:
+                committed = 0
+            if 5 <= committed < 100:
+                break
+        time.sleep(0.05)
+    assert proc.poll() is None, "indexing finished before it could be killed"
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+
+    # the interrupted index opens and answers
+    status = json.loads(run("status", "--docs", str(docs), "--json").stdout)
+    assert 0 < status["files"] < 120
+    hits = json.loads(run("search", "subsystem failure mode", "--docs", str(docs), "--json").stdout)["hits"]
+    assert hits
+
+    # the next run completes it, without duplicates or orphans
+    report = json.loads(run("index", "--docs", str(docs), "--json").stdout)
+    assert report["files"] == 120 and report["errors"] == []
+    with sqlite3.connect(db_path) as db:
+        assert db.execute("SELECT count(*) FROM (SELECT file_id, ordinal FROM chunks"
+                          " GROUP BY file_id, ordinal HAVING count(*) > 1)").fetchone()[0] == 0
+        assert db.execute("SELECT count(*) FROM chunks WHERE file_id NOT IN"
+                          " (SELECT id FROM files)").fetchone()[0] == 0
+        assert db.execute("SELECT count(*) FROM chunks WHERE vector_key NOT IN"
+                          " (SELECT key FROM vectors)").fetchone()[0] == 0
+        chunks = db.execute("SELECT count(*) FROM chunks").fetchone()[0]
+    assert report["chunks"] == chunks == 120 * 1  # each small doc is one chunk
+    fresh = tmp_path / "fresh"
+    shutil.copytree(docs, fresh, ignore=shutil.ignore_patterns(".citeline"))
+    assert json.loads(run("index", "--docs", str(fresh), "--json").stdout)["chunks"] == chunks
