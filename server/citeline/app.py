@@ -154,5 +154,5 @@ def open_workspace(
         settings.chunking,
         max_file_bytes=int(settings.index.max_file_mb * 1024 * 1024),
     )
-    retriever = Retriever(index, embedder)
+    retriever = Retriever(index, embedder, settings.retrieval)
     return Workspace(docs_root, settings, models, embedder, index, ingestor, retriever)

@@ -210,6 +210,16 @@ def _run_ask(args: argparse.Namespace) -> int:
     return 0
 
 
+def _run_serve(args: argparse.Namespace) -> int:
+    from citeline.lsp.server import serve
+
+    docs = [Path(d).expanduser() for d in args.docs]
+    for folder in docs:
+        if not folder.is_dir():
+            raise _UserError(f"documents folder {folder} does not exist")
+    return serve(docs=docs, tcp=args.tcp, log_file=args.log_file, verbose=args.verbose)
+
+
 DEMO_QUERY = "How does Citeline avoid embedding unchanged text again?"
 
 
@@ -266,6 +276,14 @@ def _parser() -> argparse.ArgumentParser:
     docs_option(p)
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(run=_run_status)
+
+    p = sub.add_parser("serve", help="run the language server (LSP over stdio by default)")
+    p.add_argument(
+        "--docs", action="append", default=[], help="documents folder (repeatable)"
+    )
+    p.add_argument("--tcp", metavar="[HOST:]PORT", help="serve over TCP (default host 127.0.0.1)")
+    p.add_argument("--log-file", help="also write the log to this file")
+    p.set_defaults(run=_run_serve)
 
     p = sub.add_parser("demo", help="index the bundled sample documents and search them")
     docs_option(p, default=None)

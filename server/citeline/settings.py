@@ -19,6 +19,7 @@ from typing import Any, TypeVar, get_type_hints
 
 from citeline.core.answering import AnswerSettings
 from citeline.core.chunking import ChunkSettings
+from citeline.core.retrieval import RetrievalSettings
 
 log = logging.getLogger(__name__)
 
@@ -75,6 +76,7 @@ class Settings:
     embedding: EmbeddingSettings = field(default_factory=EmbeddingSettings)
     chunking: ChunkSettings = field(default_factory=ChunkSettings)
     search: SearchSettings = field(default_factory=SearchSettings)
+    retrieval: RetrievalSettings = field(default_factory=RetrievalSettings)
     index: IndexSettings = field(default_factory=IndexSettings)
     generation: GenerationSettings = field(default_factory=GenerationSettings)
     answer: AnswerSettings = field(default_factory=AnswerSettings)

@@ -34,7 +34,10 @@ from citeline.core.generation import Generator
 @dataclass(frozen=True)
 class AnswerSettings:
     candidates: int = 8  # hits retrieved before filtering
-    min_score: float = 0.3  # dense cosine a hit must reach to count as evidence
+    # A hit counts as evidence when its cosine similarity reaches min_score or its
+    # normalised BM25 score reaches min_keyword_score (see citeline.core.documents.Hit).
+    min_score: float = 0.3
+    min_keyword_score: float = 0.6
     max_evidence: int = 4
     max_answer_tokens: int = 256
     temperature: float = 0.1
@@ -195,6 +198,14 @@ def evidence_block(n: int, hit: Hit, language: str) -> str:
     return f"[{n}] {evidence_label(hit, language)}\n{hit.chunk.text.strip()}"
 
 
+def is_evidence(hit: Hit, settings: AnswerSettings) -> bool:
+    """Strong enough, on an absolute scale, to answer from."""
+    dense = hit.dense if hit.dense is not None else (hit.score if hit.keyword is None else None)
+    if dense is not None and dense >= settings.min_score:
+        return True
+    return hit.keyword is not None and hit.keyword >= settings.min_keyword_score
+
+
 def select_evidence(
     hits: Sequence[Hit],
     settings: AnswerSettings,
@@ -206,7 +217,7 @@ def select_evidence(
     chosen: list[Hit] = []
     used = 0
     for hit in hits:
-        if hit.score < settings.min_score or len(chosen) >= settings.max_evidence:
+        if not is_evidence(hit, settings) or len(chosen) >= settings.max_evidence:
             continue
         if any(_overlaps(hit, other, settings.overlap) for other in chosen):
             continue
@@ -334,8 +345,12 @@ def evidence_list_text(evidence: Sequence[Evidence], language: str, header_key: 
     for e in evidence:
         snippet = " ".join(e.hit.chunk.text.split())
         snippet = snippet[:200] + ("…" if len(snippet) > 200 else "")
-        lines.append(f"[{e.n}] {evidence_label(e.hit, language)} ({e.hit.score:.2f}): {snippet}")
+        lines.append(f"[{e.n}] {evidence_label(e.hit, language)} ({_strength(e.hit):.2f}): {snippet}")
     return "\n".join(lines)
+
+
+def _strength(hit: Hit) -> float:
+    return max(x for x in (hit.dense, hit.keyword, hit.score) if x is not None)
 
 
 def refusal_text(hits: Sequence[Hit], language: str, nearest: int = 3) -> str:
@@ -344,7 +359,7 @@ def refusal_text(hits: Sequence[Hit], language: str, nearest: int = 3) -> str:
         lines.append("")
         lines.append(message(language, "nearest"))
         for hit in hits[:nearest]:
-            lines.append(f"- {evidence_label(hit, language)} ({hit.score:.2f})")
+            lines.append(f"- {evidence_label(hit, language)} ({_strength(hit):.2f})")
     return "\n".join(lines)
 
 
@@ -370,7 +385,7 @@ def ask(question: str, ctx: AskContext) -> Answer:
     hits = ctx.retrieve(question, settings.candidates)
     t_retrieved = ctx.clock()
     timings: dict[str, float | None] = {"retrieval": t_retrieved - t0, "first_token": None}
-    above = [h for h in hits if h.score >= settings.min_score]
+    above = [h for h in hits if is_evidence(h, settings)]
     if not above:
         timings["total"] = ctx.clock() - t0
         text = refusal_text(hits, language)

@@ -70,18 +70,29 @@ class Chunk:
 
 @dataclass(frozen=True)
 class Hit:
-    """A chunk returned by a search, with its rank (1-based) and score."""
+    """A chunk returned by a search, with its rank (1-based) and scores.
+
+    ``score`` orders the results (the fused score in hybrid search).  The
+    components say how strong each kind of match is, on scales that do not
+    depend on the other results: ``dense`` is the cosine similarity of query and
+    chunk; ``keyword`` is the chunk's BM25 score divided by the query's total
+    IDF, roughly the share of the query's information the chunk matches.
+    """
 
     chunk_id: int
     rank: int
     score: float
     chunk: Chunk
+    dense: float | None = None
+    keyword: float | None = None
 
     def to_json(self) -> dict[str, object]:
         c = self.chunk
         return {
             "rank": self.rank,
             "score": round(self.score, 6),
+            "dense": None if self.dense is None else round(self.dense, 6),
+            "keyword": None if self.keyword is None else round(self.keyword, 6),
             "path": c.path,
             "title": c.title,
             "section": c.section,

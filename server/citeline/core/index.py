@@ -22,6 +22,7 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
+from citeline.core import keywords
 from citeline.core.chunking import ChunkSettings
 from citeline.core.store import Store
 from citeline.core.vectors import VectorIndex
@@ -67,13 +68,14 @@ class DocumentIndex:
         if store.get_meta("embedder") not in (None, model):
             log.info("embedding model changed: every chunk will be embedded again")
             store.clear()
-        if store.get_meta("chunking") not in (None, ident.chunking.fingerprint()):
+        chunking = f"{ident.chunking.fingerprint()}:{keywords.VERSION}"
+        if store.get_meta("chunking") not in (None, chunking):
             log.info("chunk settings changed: every document will be chunked again")
             store.forget_chunks()
         store.set_meta("embedder", model)
         store.set_meta("embedder_name", ident.embedder_name)
         store.set_meta("dimension", str(ident.dimension))
-        store.set_meta("chunking", ident.chunking.fingerprint())
+        store.set_meta("chunking", chunking)
 
     def refresh(self) -> None:
         """Pick up changes another process committed to the store."""

@@ -21,6 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
+from citeline.core import keywords
 from citeline.core.chunking import ChunkSettings, chunk_document, embedding_key, embedding_text
 from citeline.core.documents import LoadError, SourceDocument
 from citeline.core.embedding import Embedder
@@ -213,10 +214,10 @@ class Ingestor:
         except LoadError as exc:
             log.warning("%s: %s", rel, exc)
             return _Prepared(rel, content_hash, st.st_size, st.st_mtime_ns, None, [], str(exc))
-        chunks = [
-            NewChunk(chunk, embedding_key(embedding_text(chunk, self.chunking)))
-            for chunk in chunk_document(document, self.chunking)
-        ]
+        chunks = []
+        for chunk in chunk_document(document, self.chunking):
+            text = embedding_text(chunk, self.chunking)
+            chunks.append(NewChunk(chunk, embedding_key(text), " ".join(keywords.terms(text))))
         return _Prepared(rel, content_hash, st.st_size, st.st_mtime_ns, document, chunks, None)
 
     def _commit(

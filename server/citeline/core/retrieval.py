@@ -1,46 +1,155 @@
-"""From a query to ranked hits.
+"""From a query to ranked hits: dense, keyword (BM25) and their fusion.
 
-Dense retrieval embeds the query and asks the vector index for the nearest
-chunks (cosine similarity).  Chunks with identical text (the same passage
-copied into two files, say) are collapsed to the best-ranked one.
+- Dense: the query embedding's nearest chunks in the vector index (cosine).
+- Keyword: BM25 over the store's FTS5 index, with the same term analysis as the
+  documents (stemmed English, exact identifiers, CJK bigrams).
+- Hybrid: weighted reciprocal rank fusion of the two lists,
+  ``score = w_dense / (k + rank_dense) + w_keyword / (k + rank_keyword)``.
+
+Every hit carries both component scores when known (a chunk found by only one
+method gets the other's score computed for it), so the answer stage can decide
+whether the documents hold an answer from absolute evidence, not from ranks.
+Chunks with identical text are collapsed to the best-ranked one.
 """
 
 from __future__ import annotations
 
 import logging
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
 
+import numpy as np
+
+from citeline.core import keywords
 from citeline.core.documents import Hit
 from citeline.core.embedding import Embedder
 from citeline.core.index import DocumentIndex
 
 log = logging.getLogger(__name__)
 
+Mode = Literal["hybrid", "dense", "keyword"]
+
+
+@dataclass(frozen=True)
+class RetrievalSettings:
+    mode: str = "hybrid"  # "hybrid", "dense" or "keyword"
+    rrf_k: float = 60.0
+    dense_weight: float = 1.0
+    keyword_weight: float = 1.0
+    candidates: int = 50  # taken from each method before fusion
+
+
+def rrf(
+    ranked: Sequence[Sequence[int]], weights: Sequence[float], k: float
+) -> list[tuple[int, float]]:
+    """Weighted reciprocal rank fusion of ranked id lists, best first."""
+    scores: dict[int, float] = {}
+    for ids, weight in zip(ranked, weights, strict=True):
+        for rank, chunk_id in enumerate(ids, start=1):
+            scores[chunk_id] = scores.get(chunk_id, 0.0) + weight / (k + rank)
+    return sorted(scores.items(), key=lambda item: (-item[1], item[0]))
+
+
+def bm25_idf(total: int, frequency: int) -> float:
+    """FTS5's IDF: log((N - n + 0.5) / (n + 0.5)), floored just above zero."""
+    return max(1e-6, math.log((total - frequency + 0.5) / (frequency + 0.5)))
+
 
 class Retriever:
     """Searches one index.  Use from the thread that owns the embedder."""
 
-    def __init__(self, index: DocumentIndex, embedder: Embedder) -> None:
+    def __init__(
+        self,
+        index: DocumentIndex,
+        embedder: Embedder,
+        settings: RetrievalSettings | None = None,
+    ) -> None:
         self.index = index
         self.embedder = embedder
+        self.settings = settings or RetrievalSettings()
 
-    def dense(self, query: str, k: int) -> list[tuple[int, float]]:
-        """(chunk id, cosine) for the k nearest chunks."""
+    # -- the two methods ---------------------------------------------------------
+
+    def dense(self, query: str, k: int) -> tuple[np.ndarray, list[tuple[int, float]]]:
+        """The query vector and (chunk id, cosine) for the k nearest chunks."""
         self.index.refresh()
-        return self.index.vectors.search(self.embedder.embed_query(query), k)
+        vector = self.embedder.embed_query(query)
+        return vector, self.index.vectors.search(vector, k)
 
-    def search(self, query: str, k: int = 5) -> list[Hit]:
+    def keyword(self, query: str, k: int) -> list[tuple[int, float]]:
+        """(chunk id, normalised BM25) for the k best keyword matches."""
+        terms = keywords.query_terms(query)
+        if not terms:
+            return []
+        total, frequencies = self.index.store.document_frequencies(terms)
+        norm = sum(bm25_idf(total, frequencies.get(t, 0)) for t in terms)
+        return [(cid, score / norm) for cid, score in self.index.store.keyword_search(terms, k)]
+
+    # -- search ------------------------------------------------------------------
+
+    def search(self, query: str, k: int = 5, mode: str | None = None) -> list[Hit]:
         if not query.strip() or k <= 0:
             return []
-        scored = self.dense(query, k * 2)
-        chunks = self.index.store.chunks_by_id([cid for cid, _ in scored])
+        settings = self.settings
+        mode = mode or settings.mode
+        pool = max(settings.candidates, 2 * k)
+        dense_scores: dict[int, float] = {}
+        keyword_scores: dict[int, float] = {}
+        ranked: list[list[int]] = []
+        weights: list[float] = []
+        vector = None
+        if mode in ("hybrid", "dense"):
+            vector, dense_list = self.dense(query, pool)
+            dense_scores = dict(dense_list)
+            ranked.append([cid for cid, _ in dense_list])
+            weights.append(settings.dense_weight)
+        if mode in ("hybrid", "keyword"):
+            keyword_list = self.keyword(query, pool)
+            keyword_scores = dict(keyword_list)
+            ranked.append([cid for cid, _ in keyword_list])
+            weights.append(settings.keyword_weight)
+        if mode == "hybrid":
+            fused = rrf(ranked, weights, settings.rrf_k)
+        elif mode == "dense":
+            fused = list(dense_scores.items())
+        elif mode == "keyword":
+            fused = list(keyword_scores.items())
+        else:
+            raise ValueError(f"unknown retrieval mode {mode!r}")
+        return self._hits(fused, k, vector, dense_scores, keyword_scores)
+
+    def _hits(
+        self,
+        fused: list[tuple[int, float]],
+        k: int,
+        vector: np.ndarray | None,
+        dense_scores: dict[int, float],
+        keyword_scores: dict[int, float],
+    ) -> list[Hit]:
+        head = fused[: 2 * k]
+        chunks = self.index.store.chunks_by_id([cid for cid, _ in head])
+        if vector is not None:  # cosine for chunks found by keywords only
+            missing = [cid for cid, _ in head if cid not in dense_scores and cid in chunks]
+            dense_scores.update(self.index.vectors.similarity(vector, missing))
         hits: list[Hit] = []
         seen: set[str] = set()
-        for chunk_id, score in scored:
+        for chunk_id, score in head:
             chunk = chunks.get(chunk_id)
             if chunk is None or chunk.text in seen:
                 continue
             seen.add(chunk.text)
-            hits.append(Hit(chunk_id=chunk_id, rank=len(hits) + 1, score=score, chunk=chunk))
+            hits.append(
+                Hit(
+                    chunk_id=chunk_id,
+                    rank=len(hits) + 1,
+                    score=score,
+                    chunk=chunk,
+                    dense=dense_scores.get(chunk_id),
+                    keyword=keyword_scores.get(chunk_id, 0.0 if keyword_scores else None),
+                )
+            )
             if len(hits) == k:
                 break
         return hits

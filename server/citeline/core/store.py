@@ -10,6 +10,8 @@ Tables:
   chunk, and the key of the vector that embeds it.  Chunk ids are vector ids.
 - ``vectors``: content-addressed embeddings (key = hash of the embedded text),
   so an unchanged text is never embedded twice, even across renames.
+- ``chunk_terms``: the FTS5 keyword index (BM25), one row per chunk (rowid =
+  chunk id), holding terms already produced by ``citeline.core.keywords``.
 
 A file's chunks are replaced in one transaction with its file row, so a crash
 leaves either the old or the new version of each file, never a mix.
@@ -18,6 +20,7 @@ leaves either the old or the new version of each file, never a mix.
 from __future__ import annotations
 
 import json
+import logging
 import sqlite3
 import time
 from collections.abc import Iterable, Iterator, Sequence
@@ -29,7 +32,9 @@ import numpy.typing as npt
 
 from citeline.core.documents import Chunk
 
-SCHEMA_VERSION = "1"
+log = logging.getLogger(__name__)
+
+SCHEMA_VERSION = "2"
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -64,7 +69,11 @@ CREATE TABLE IF NOT EXISTS vectors (
     vector BLOB NOT NULL,
     last_used REAL NOT NULL
 );
+CREATE VIRTUAL TABLE IF NOT EXISTS chunk_terms USING fts5(terms, tokenize = "unicode61");
+CREATE VIRTUAL TABLE IF NOT EXISTS chunk_terms_vocab USING fts5vocab(chunk_terms, row);
 """
+
+_TABLES = ("chunk_terms_vocab", "chunk_terms", "chunks", "files", "vectors", "meta")
 
 
 class StoreError(Exception):
@@ -88,6 +97,7 @@ class FileRecord:
 class NewChunk:
     chunk: Chunk
     vector_key: str
+    terms: str = ""  # space-separated keyword terms
 
 
 Vector = npt.NDArray[np.float32]
@@ -105,21 +115,28 @@ class Store:
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=NORMAL")
             self._db.execute("PRAGMA foreign_keys=ON")
+            if self._schema_version() not in (None, SCHEMA_VERSION):
+                # The index is a cache of the documents: an old format is rebuilt.
+                log.info("index at %s has an older format; rebuilding it", path)
+                for table in _TABLES:
+                    self._db.execute(f"DROP TABLE IF EXISTS {table}")
             self._db.executescript(_SCHEMA)
-            version = self.get_meta("schema")
-            if version is None:
-                self.set_meta("schema", SCHEMA_VERSION)
-            elif version != SCHEMA_VERSION:
-                raise StoreError(
-                    f"index at {path} has schema {version}, this Citeline needs {SCHEMA_VERSION};"
-                    " delete the folder to rebuild it"
-                )
+            self.set_meta("schema", SCHEMA_VERSION)
             self._db.execute("SELECT count(*) FROM chunks").fetchone()
         except sqlite3.DatabaseError as exc:
             raise StoreError(f"index database {path} is damaged ({exc}); delete it to rebuild") from exc
 
     def close(self) -> None:
         self._db.close()
+
+    def _schema_version(self) -> str | None:
+        exists = self._db.execute(
+            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'meta'"
+        ).fetchone()
+        if not exists:
+            return None
+        row = self._db.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()
+        return None if row is None else str(row[0])
 
     # -- meta ---------------------------------------------------------------
 
@@ -185,6 +202,7 @@ class Store:
         now = time.time()
         with self._transaction():
             removed = self.chunk_ids_for(path)
+            self._delete_terms(removed)
             self._db.execute("DELETE FROM files WHERE path = ?", (path,))
             cursor = self._db.execute(
                 "INSERT INTO files(path, kind, title, content_hash, size, mtime_ns, indexed_at, error)"
@@ -219,6 +237,9 @@ class Store:
                 )
                 assert cur.lastrowid is not None
                 added.append(int(cur.lastrowid))
+                self._db.execute(
+                    "INSERT INTO chunk_terms(rowid, terms) VALUES(?, ?)", (cur.lastrowid, item.terms)
+                )
             if removed or added:
                 self._bump_generation()
         return removed, added
@@ -228,7 +249,9 @@ class Store:
         removed: list[int] = []
         with self._transaction():
             for path in paths:
-                removed.extend(self.chunk_ids_for(path))
+                ids = self.chunk_ids_for(path)
+                self._delete_terms(ids)
+                removed.extend(ids)
                 self._db.execute("DELETE FROM files WHERE path = ?", (path,))
             if removed:
                 self._bump_generation()
@@ -237,6 +260,7 @@ class Store:
     def clear(self) -> None:
         """Forget every file, chunk and vector (the model or settings changed)."""
         with self._transaction():
+            self._db.execute("DELETE FROM chunk_terms")
             self._db.execute("DELETE FROM chunks")
             self._db.execute("DELETE FROM files")
             self._db.execute("DELETE FROM vectors")
@@ -245,6 +269,7 @@ class Store:
     def forget_chunks(self) -> None:
         """Forget files and chunks but keep vectors (chunking changed, the model did not)."""
         with self._transaction():
+            self._db.execute("DELETE FROM chunk_terms")
             self._db.execute("DELETE FROM chunks")
             self._db.execute("DELETE FROM files")
             self._bump_generation()
@@ -299,6 +324,34 @@ class Store:
                 (cutoff,),
             )
         return cur.rowcount
+
+    # -- keywords -----------------------------------------------------------
+
+    def _delete_terms(self, ids: Sequence[int]) -> None:
+        self._db.executemany("DELETE FROM chunk_terms WHERE rowid = ?", [(i,) for i in ids])
+
+    def keyword_search(self, terms: Sequence[str], k: int) -> list[tuple[int, float]]:
+        """(chunk id, BM25 score, higher is better) for chunks matching any term."""
+        if not terms or k <= 0:
+            return []
+        query = " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
+        rows = self._db.execute(
+            "SELECT rowid, -bm25(chunk_terms) FROM chunk_terms WHERE chunk_terms MATCH ?"
+            " ORDER BY bm25(chunk_terms) LIMIT ?",
+            (query, k),
+        ).fetchall()
+        return [(int(r[0]), float(r[1])) for r in rows]
+
+    def document_frequencies(self, terms: Sequence[str]) -> tuple[int, dict[str, int]]:
+        """(number of chunks, {term: chunks containing it}) for BM25 arithmetic."""
+        total = int(self._db.execute("SELECT count(*) FROM chunk_terms").fetchone()[0])
+        if not terms:
+            return total, {}
+        marks = ",".join("?" * len(terms))
+        rows = self._db.execute(
+            f"SELECT term, doc FROM chunk_terms_vocab WHERE term IN ({marks})", list(terms)
+        ).fetchall()
+        return total, {str(t): int(d) for t, d in rows}
 
     # -- chunks -------------------------------------------------------------
 

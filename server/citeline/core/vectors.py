@@ -51,6 +51,19 @@ class VectorIndex:
         scores, ids = self._index.search(query.reshape(1, -1).astype(np.float32), min(k, len(self)))
         return [(int(i), float(s)) for i, s in zip(ids[0], scores[0], strict=True) if i != -1]
 
+    def similarity(
+        self, query: npt.NDArray[np.float32], ids: list[int]
+    ) -> dict[int, float]:
+        """Cosine of the query with each given chunk's stored vector."""
+        out: dict[int, float] = {}
+        for chunk_id in ids:
+            try:
+                vector = self._index.reconstruct(chunk_id)
+            except RuntimeError:
+                continue
+            out[chunk_id] = float(np.dot(vector, query.reshape(-1)))
+        return out
+
     def ids(self) -> set[int]:
         if len(self) == 0:
             return set()

@@ -1,0 +1,574 @@
+"""Turning text into vectors with a local GGUF embedding model.
+
+:class:`Embedder` is what the rest of the core depends on; :class:`LlamaEmbedder` is
+the implementation on llama-cpp-python's low-level API.  It packs several texts into
+one ``llama_decode`` call (distinct sequence ids, at most ``n_ctx`` tokens in total),
+which llama.cpp evaluates with per-sequence attention masks, so packing changes speed,
+not vectors.
+
+Threading: a ``LlamaEmbedder`` (its llama.cpp model, context and batch buffers) must
+only be used from one thread at a time.  It takes no locks; callers that embed from
+several threads must serialise access themselves or use one embedder per thread.
+"""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+import ctypes
+import hashlib
+import json
+import logging
+import os
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, Protocol
+
+import numpy as np
+import numpy.typing as npt
+
+logger = logging.getLogger(__name__)
+
+FloatMatrix = npt.NDArray[np.float32]
+
+# llama.cpp enum values (llama.h, ggml.h); kept here so this module imports without llama_cpp.
+_POOLING_NONE = 0
+_POOLING_MEAN = 1
+_POOLING_CLS = 2
+_POOLING_LAST = 3
+_POOLING_RANK = 4
+_POOLING_NAMES = {0: "none", 1: "mean", 2: "cls", 3: "last", 4: "rank"}
+_LOG_LEVEL_WARN = 3
+_LOG_LEVEL_ERROR = 4
+_LOG_LEVEL_CONT = 5
+
+#: Without a caller-supplied ``max_tokens``, texts are cut at the model's training
+#: context, but never at more than this (decoder embedders train on 32k+ contexts).
+DEFAULT_MAX_TOKENS_CAP = 8192
+#: The context is never smaller than this (or the training context, if smaller), so
+#: several short texts share one decode.
+MIN_CONTEXT = 512
+_FINGERPRINT_VERSION = 1
+_MiB = 1 << 20
+
+
+class EmbeddingError(Exception):
+    """An embedding model cannot be loaded or run; the message is one line."""
+
+
+class Embedder(Protocol):
+    """Something that maps text to L2-normalised float32 vectors.
+
+    Implementations need not be thread-safe; use each from one thread at a time.
+    """
+
+    @property
+    def name(self) -> str:
+        """Human-readable name of the model, e.g. its file name."""
+        ...
+
+    @property
+    def fingerprint(self) -> str:
+        """Changes whenever the vectors for the same text would change."""
+        ...
+
+    @property
+    def dimension(self) -> int:
+        """Length of every vector."""
+        ...
+
+    def embed_documents(self, texts: Sequence[str]) -> FloatMatrix:
+        """float32 array (len(texts), dimension) with L2-normalised rows.
+
+        The document prefix is applied to every text.
+        """
+        ...
+
+    def embed_query(self, text: str) -> FloatMatrix:
+        """float32 array (dimension,), L2-normalised, with the query prefix applied."""
+        ...
+
+    def count_tokens(self, text: str) -> int:
+        """Tokens ``text`` occupies, excluding special tokens and any prefix."""
+        ...
+
+
+# --------------------------------------------------------------------------------------
+# llama.cpp logging: silence stderr, keep recent warnings/errors for error messages
+# --------------------------------------------------------------------------------------
+
+_log_lock = threading.Lock()
+_log_callback: Any = None  # the ctypes callback; referenced here so it is never freed
+_recent_log: collections.deque[str] = collections.deque(maxlen=32)
+_backend_ready = False
+
+
+def _on_llama_log(level: int, text: bytes | None, _user_data: Any) -> None:
+    if not text:
+        return
+    message = text.decode("utf-8", errors="replace")
+    if level == _LOG_LEVEL_CONT:
+        if _recent_log:
+            _recent_log[-1] += message
+        return
+    if level in (_LOG_LEVEL_WARN, _LOG_LEVEL_ERROR):
+        _recent_log.append(message)
+
+
+def _prepare_llama(llama_cpp: Any) -> None:
+    """Silence llama.cpp's C-level logging and initialise its backend, once."""
+    global _log_callback, _backend_ready
+    with _log_lock:
+        if _log_callback is None:
+            _log_callback = llama_cpp.llama_log_callback(_on_llama_log)
+            llama_cpp.llama_log_set(_log_callback, ctypes.c_void_p(0))
+        if not _backend_ready:
+            llama_cpp.llama_backend_init()
+            _backend_ready = True
+
+
+def _last_llama_message() -> str:
+    for message in reversed(_recent_log):
+        line = " ".join(message.split())
+        if line:
+            return line
+    return "no details from llama.cpp"
+
+
+# --------------------------------------------------------------------------------------
+# The llama.cpp embedder
+# --------------------------------------------------------------------------------------
+
+
+class LlamaEmbedder:
+    """An :class:`Embedder` running a GGUF embedding model with llama-cpp-python.
+
+    ``max_tokens`` caps every text (after the prefix, including special tokens such as
+    BERT's [CLS]/[SEP]); longer texts are truncated before embedding, keeping the
+    trailing SEP/EOS token when the tokenizer adds one.  The default is the model's
+    training context (at most :data:`DEFAULT_MAX_TOKENS_CAP`).  For all-MiniLM-L6-v2
+    pass 256 to mirror sentence-transformers.
+
+    ``max_sequences_per_decode`` limits how many texts share one decode (default: as
+    many as fit in the context); it exists for benchmarking packing strategies.
+
+    Pooling follows the model: MEAN, CLS or LAST as llama.cpp implements them; a model
+    whose pooling is NONE is mean-pooled over its token embeddings here.  Rows are
+    L2-normalised.  Use an instance from one thread at a time; call :meth:`close` (or
+    use it as a context manager) to free the model early.
+    """
+
+    def __init__(
+        self,
+        model_path: Path,
+        *,
+        query_prefix: str = "",
+        document_prefix: str = "",
+        max_tokens: int | None = None,
+        n_threads: int | None = None,
+        max_sequences_per_decode: int | None = None,
+    ) -> None:
+        self._path = Path(model_path)
+        self._query_prefix = query_prefix
+        self._document_prefix = document_prefix
+        self._model: Any = None
+        self._ctx: Any = None
+        if max_tokens is not None and max_tokens < 1:
+            raise ValueError(f"max_tokens must be positive, not {max_tokens}")
+        if max_sequences_per_decode is not None and max_sequences_per_decode < 1:
+            raise ValueError("max_sequences_per_decode must be positive")
+
+        llama_cpp = self._import_llama_cpp()
+        self._llama: Any = llama_cpp
+        self._check_file()
+        _prepare_llama(llama_cpp)
+        self._model = self._load_model()
+        try:
+            self._setup(max_tokens, n_threads, max_sequences_per_decode)
+        except BaseException:
+            self.close()
+            raise
+
+    # ---------------------------------------------------------------- loading
+
+    def _import_llama_cpp(self) -> Any:
+        try:
+            import llama_cpp
+        except Exception as exc:  # ImportError, or OSError from loading the shared library
+            raise EmbeddingError(
+                f"cannot load embedding model {self._path.name}: "
+                f"llama-cpp-python is unavailable ({exc})"
+            ) from exc
+        return llama_cpp
+
+    def _check_file(self) -> None:
+        path = self._path
+        try:
+            with open(path, "rb") as handle:
+                magic = handle.read(4)
+        except FileNotFoundError as exc:
+            raise EmbeddingError(f"embedding model {path} does not exist") from exc
+        except IsADirectoryError as exc:
+            raise EmbeddingError(f"embedding model {path} is a directory, not a file") from exc
+        except OSError as exc:
+            raise EmbeddingError(f"cannot read embedding model {path}: {exc}") from exc
+        if magic != b"GGUF":
+            raise EmbeddingError(f"embedding model {path} is not a GGUF file")
+
+    def _load_model(self) -> Any:
+        llama_cpp = self._llama
+        params = llama_cpp.llama_model_default_params()
+        if hasattr(params, "use_extra_bufts"):
+            # Weight repacking buffers select AMX kernels on CPUs that advertise AMX;
+            # on some of those machines they fault (SIGILL).  Plain buffers are safe.
+            params.use_extra_bufts = False
+        _recent_log.clear()
+        model = llama_cpp.llama_model_load_from_file(str(self._path).encode("utf-8"), params)
+        if not model:
+            raise EmbeddingError(
+                f"cannot load embedding model {self._path}: {_last_llama_message()}"
+            )
+        return model
+
+    def _meta(self, key: str) -> str | None:
+        buf = ctypes.create_string_buffer(256)
+        n = int(self._llama.llama_model_meta_val_str(self._model, key.encode(), buf, len(buf)))
+        if n < 0:
+            return None
+        if n >= len(buf):
+            buf = ctypes.create_string_buffer(n + 1)
+            self._llama.llama_model_meta_val_str(self._model, key.encode(), buf, len(buf))
+        return buf.value.decode("utf-8", errors="replace")
+
+    def _setup(
+        self,
+        max_tokens: int | None,
+        n_threads: int | None,
+        max_sequences_per_decode: int | None,
+    ) -> None:
+        llama_cpp = self._llama
+        model = self._model
+        name = self._path.name
+
+        arch = self._meta("general.architecture") or "unknown"
+        declared_pooling = self._meta(f"{arch}.pooling_type")
+        causal = self._meta(f"{arch}.attention.causal")
+        if declared_pooling is None and causal != "false":
+            raise EmbeddingError(
+                f"{name} is not an embedding model "
+                f"({arch} with causal attention and no pooling type)"
+            )
+
+        n_ctx_train = int(llama_cpp.llama_model_n_ctx_train(model))
+        if n_ctx_train <= 0:
+            raise EmbeddingError(f"{name} declares no training context length")
+        if max_tokens is None:
+            max_tokens = min(n_ctx_train, DEFAULT_MAX_TOKENS_CAP)
+        elif max_tokens > n_ctx_train:
+            logger.warning(
+                "%s: max_tokens %d exceeds the training context %d; using %d",
+                name,
+                max_tokens,
+                n_ctx_train,
+                n_ctx_train,
+            )
+            max_tokens = n_ctx_train
+        # Each text must fit one micro-batch (non-causal attention needs the whole
+        # sequence at once); a context at the training length measured fastest.
+        n_ctx = max(max_tokens, min(n_ctx_train, MIN_CONTEXT))
+        n_seq_max = min(n_ctx, int(llama_cpp.llama_max_parallel_sequences()))
+        if max_sequences_per_decode is not None:
+            n_seq_max = min(n_seq_max, max_sequences_per_decode)
+        threads = n_threads if n_threads and n_threads > 0 else _available_cpus()
+
+        params = llama_cpp.llama_context_default_params()
+        params.n_ctx = n_ctx
+        params.n_batch = n_ctx
+        params.n_ubatch = n_ctx
+        params.n_seq_max = n_seq_max
+        params.n_threads = threads
+        params.n_threads_batch = threads
+        params.embeddings = True
+        params.kv_unified = True
+        params.no_perf = True
+        params.flash_attn_type = llama_cpp.LLAMA_FLASH_ATTN_TYPE_DISABLED
+        _recent_log.clear()
+        ctx = llama_cpp.llama_init_from_model(model, params)
+        if not ctx:
+            raise EmbeddingError(f"cannot create a context for {name}: {_last_llama_message()}")
+        self._ctx = ctx
+
+        pooling = int(llama_cpp.llama_pooling_type(ctx))
+        if pooling == _POOLING_RANK:
+            raise EmbeddingError(f"{name} is a reranker (rank pooling), not an embedding model")
+        if pooling not in _POOLING_NAMES:
+            raise EmbeddingError(f"{name} uses unknown pooling type {pooling}")
+        self._pooling = pooling
+        n_embd_out = getattr(llama_cpp, "llama_model_n_embd_out", llama_cpp.llama_model_n_embd)
+        dim = int(n_embd_out(model))
+        if dim <= 0:
+            raise EmbeddingError(f"{name} reports embedding size {dim}")
+        self._dim = dim
+        self._memory = llama_cpp.llama_get_memory(ctx)
+        self._vocab = llama_cpp.llama_model_get_vocab(model)
+        self._n_ctx = n_ctx
+        self._n_seq_max = n_seq_max
+        self._max_tokens = max_tokens
+        self._n_threads = threads
+
+        # Which special tokens does the tokenizer add around a text?
+        with_special = self._tokenize("a", add_special=True)
+        without = self._tokenize("a", add_special=False)
+        self._n_special = max(len(with_special) - len(without), 0)
+        self._keep_last = bool(without) and with_special[-len(without) :] != without
+        fallback = int(llama_cpp.llama_vocab_bos(self._vocab))
+        if fallback < 0:
+            fallback = int(llama_cpp.llama_vocab_eos(self._vocab))
+        self._fallback_token = max(fallback, 0)
+
+        self._init_batch()
+        self._fingerprint = self._compute_fingerprint()
+        logger.info(
+            "loaded embedding model %s: dim %d, pooling %s, n_ctx %d, max_tokens %d, threads %d",
+            name,
+            dim,
+            _POOLING_NAMES[pooling],
+            n_ctx,
+            max_tokens,
+            threads,
+        )
+
+    def _init_batch(self) -> None:
+        """A llama_batch over numpy buffers owned by this object (never llama_batch_free)."""
+        llama_cpp = self._llama
+        n = self._n_ctx
+        self._tokens_buf = np.zeros(n, dtype=np.int32)
+        self._pos_buf = np.zeros(n, dtype=np.int32)
+        self._n_seq_id_buf = np.ones(n, dtype=np.int32)
+        self._logits_buf = np.ones(n, dtype=np.int8)  # embeddings: every token is an output
+        self._seq_ids = np.arange(self._n_seq_max, dtype=np.int32)
+        self._seq_id_ptrs = np.zeros(n, dtype=np.uintp)
+        self._seq_ids_base = int(self._seq_ids.ctypes.data)
+        batch = llama_cpp.llama_batch()
+        batch.n_tokens = 0
+        batch.token = self._tokens_buf.ctypes.data_as(ctypes.POINTER(llama_cpp.llama_token))
+        batch.embd = None
+        batch.pos = self._pos_buf.ctypes.data_as(ctypes.POINTER(llama_cpp.llama_pos))
+        batch.n_seq_id = self._n_seq_id_buf.ctypes.data_as(ctypes.POINTER(ctypes.c_int32))
+        batch.seq_id = self._seq_id_ptrs.ctypes.data_as(
+            ctypes.POINTER(ctypes.POINTER(llama_cpp.llama_seq_id))
+        )
+        batch.logits = self._logits_buf.ctypes.data_as(ctypes.POINTER(ctypes.c_int8))
+        self._batch = batch
+
+    def _compute_fingerprint(self) -> str:
+        payload = {
+            "v": _FINGERPRINT_VERSION,
+            "model": _file_identity(self._path),
+            "query_prefix": self._query_prefix,
+            "document_prefix": self._document_prefix,
+            "max_tokens": self._max_tokens,
+            "pooling": _POOLING_NAMES[self._pooling],
+            "dimension": self._dim,
+            "normalised": True,
+        }
+        blob = json.dumps(payload, sort_keys=True).encode("utf-8")
+        return hashlib.sha256(blob).hexdigest()[:32]
+
+    # ---------------------------------------------------------------- properties
+
+    @property
+    def name(self) -> str:
+        return self._path.name
+
+    @property
+    def fingerprint(self) -> str:
+        return self._fingerprint
+
+    @property
+    def dimension(self) -> int:
+        return self._dim
+
+    @property
+    def max_tokens(self) -> int:
+        """Tokens a text may use (prefix and special tokens included) before truncation."""
+        return self._max_tokens
+
+    @property
+    def document_token_budget(self) -> int:
+        """``count_tokens`` a document may reach before its embedding is truncated."""
+        prefix = self.count_tokens(self._document_prefix) if self._document_prefix else 0
+        return max(self._max_tokens - self._n_special - prefix, 1)
+
+    @property
+    def pooling(self) -> str:
+        """The pooling applied: ``mean``, ``cls``, ``last`` or ``none`` (mean here)."""
+        return _POOLING_NAMES[self._pooling]
+
+    @property
+    def context_size(self) -> int:
+        """Tokens evaluated per decode at most."""
+        return self._n_ctx
+
+    # ---------------------------------------------------------------- tokens
+
+    def _tokenize(self, text: str, *, add_special: bool) -> list[int]:
+        llama_cpp = self._llama
+        data = text.encode("utf-8", errors="replace")
+        capacity = len(data) + 16
+        buf = (llama_cpp.llama_token * capacity)()
+        tokenize = llama_cpp.llama_tokenize
+        n = int(tokenize(self._vocab, data, len(data), buf, capacity, add_special, False))
+        if n < 0:
+            capacity = -n
+            buf = (llama_cpp.llama_token * capacity)()
+            n = int(tokenize(self._vocab, data, len(data), buf, capacity, add_special, False))
+            if n < 0:
+                raise EmbeddingError(f"{self.name}: tokenization failed ({n})")
+        return list(buf[:n])
+
+    def count_tokens(self, text: str) -> int:
+        """Tokens ``text`` occupies, excluding special tokens and the prefixes.
+
+        A document embeds without truncation when this is at most
+        :attr:`document_token_budget`.
+        """
+        if not text:
+            return 0
+        return len(self._tokenize(text, add_special=False))
+
+    def tokenize(self, text: str) -> list[int]:
+        """The ids the model sees for ``text`` (special tokens added, not truncated)."""
+        return self._tokenize(text, add_special=True)
+
+    def _prepare(self, text: str) -> list[int]:
+        tokens = self._tokenize(text, add_special=True)
+        if len(tokens) > self._max_tokens:
+            if self._keep_last:
+                tokens = [*tokens[: self._max_tokens - 1], tokens[-1]]
+            else:
+                tokens = tokens[: self._max_tokens]
+        if not tokens:
+            tokens = [self._fallback_token]
+        return tokens
+
+    # ---------------------------------------------------------------- embedding
+
+    def embed_documents(self, texts: Sequence[str]) -> FloatMatrix:
+        """float32 (len(texts), dimension), L2-normalised rows, document prefix applied."""
+        return self._embed([self._document_prefix + text for text in texts])
+
+    def embed_query(self, text: str) -> FloatMatrix:
+        """float32 (dimension,), L2-normalised, query prefix applied."""
+        row: FloatMatrix = self._embed([self._query_prefix + text])[0]
+        return row
+
+    def _embed(self, texts: Sequence[str]) -> FloatMatrix:
+        if self._ctx is None:
+            raise EmbeddingError(f"embedding model {self.name} is closed")
+        out = np.empty((len(texts), self._dim), dtype=np.float32)
+        if not texts:
+            return out
+        token_lists = [self._prepare(text) for text in texts]
+        # Longest first, greedily filling each decode up to n_ctx tokens.
+        order = sorted(range(len(texts)), key=lambda i: -len(token_lists[i]))
+        group: list[int] = []
+        used = 0
+        for index in order:
+            size = len(token_lists[index])
+            if group and (used + size > self._n_ctx or len(group) >= self._n_seq_max):
+                self._decode(group, token_lists, out)
+                group, used = [], 0
+            group.append(index)
+            used += size
+        if group:
+            self._decode(group, token_lists, out)
+        norms = np.linalg.norm(out, axis=1, keepdims=True)
+        np.divide(out, np.maximum(norms, np.float32(1e-12)), out=out)
+        return out
+
+    def _decode(self, group: list[int], token_lists: list[list[int]], out: FloatMatrix) -> None:
+        llama_cpp = self._llama
+        sizes = [len(token_lists[i]) for i in group]
+        n = sum(sizes)
+        self._tokens_buf[:n] = np.fromiter(
+            (t for i in group for t in token_lists[i]), dtype=np.int32, count=n
+        )
+        self._pos_buf[:n] = np.concatenate([np.arange(size, dtype=np.int32) for size in sizes])
+        seq_of_token = np.repeat(np.arange(len(group), dtype=np.uintp), sizes)
+        self._seq_id_ptrs[:n] = self._seq_ids_base + seq_of_token * np.uintp(4)
+        self._batch.n_tokens = n
+
+        if self._memory is not None:
+            llama_cpp.llama_memory_clear(self._memory, True)
+        _recent_log.clear()
+        status = int(llama_cpp.llama_decode(self._ctx, self._batch))
+        if status != 0:
+            raise EmbeddingError(
+                f"{self.name}: llama_decode failed with status {status}: {_last_llama_message()}"
+            )
+
+        if self._pooling == _POOLING_NONE:
+            ptr = llama_cpp.llama_get_embeddings(self._ctx)
+            if not ptr:
+                raise EmbeddingError(f"{self.name}: llama.cpp returned no token embeddings")
+            tokens = np.ctypeslib.as_array(ptr, shape=(n, self._dim))
+            start = 0
+            for index, size in zip(group, sizes, strict=True):
+                out[index] = tokens[start : start + size].mean(axis=0)
+                start += size
+            return
+        for seq, index in enumerate(group):
+            ptr = llama_cpp.llama_get_embeddings_seq(self._ctx, seq)
+            if not ptr:
+                raise EmbeddingError(f"{self.name}: llama.cpp returned no embedding")
+            out[index] = np.ctypeslib.as_array(ptr, shape=(self._dim,))
+
+    # ---------------------------------------------------------------- lifetime
+
+    def close(self) -> None:
+        """Free the llama.cpp context and model; the embedder is unusable afterwards."""
+        llama_cpp = getattr(self, "_llama", None)
+        if llama_cpp is None:
+            return
+        ctx, self._ctx = self._ctx, None
+        model, self._model = self._model, None
+        if ctx is not None:
+            llama_cpp.llama_free(ctx)
+        if model is not None:
+            llama_cpp.llama_model_free(model)
+
+    def __enter__(self) -> LlamaEmbedder:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        # At interpreter shutdown ctypes or llama_cpp may already be torn down.
+        with contextlib.suppress(Exception):
+            self.close()
+
+    def __repr__(self) -> str:
+        return f"LlamaEmbedder({self.name!r}, dimension={getattr(self, '_dim', '?')})"
+
+
+def _available_cpus() -> int:
+    try:
+        return max(len(os.sched_getaffinity(0)), 1)
+    except (AttributeError, OSError):
+        return max(os.cpu_count() or 1, 1)
+
+
+def _file_identity(path: Path) -> str:
+    """sha256 of the first and last MiB plus the size: cheap, and changes with the model."""
+    digest = hashlib.sha256()
+    size = path.stat().st_size
+    digest.update(str(size).encode())
+    with open(path, "rb") as handle:
+        digest.update(handle.read(_MiB))
+        if size > _MiB:
+            handle.seek(max(size - _MiB, _MiB))
+            digest.update(handle.read(_MiB))
+    return digest.hexdigest()

@@ -1,0 +1,81 @@
+"""Keyword terms for BM25: English words, exact identifiers, and CJK text.
+
+The store's full-text index (SQLite FTS5) receives text that this module has
+already turned into terms, so its own tokenizer only has to split on spaces:
+
+- Latin-script words are lower-cased, stemmed (Snowball English) and stripped of
+  common stop words, so "indexing" matches "indexed".
+- Identifiers joined by ``-``, ``_``, ``.``, ``/`` or ``:`` (``E-1024``,
+  ``--no-cache-dir``, ``pg_hba.conf``) give their parts *and* one joined term
+  (``e1024``, ``nocachedir``, ``pghbaconf``), so the exact identifier is a rare,
+  highly weighted term while its parts still match.
+- Chinese, Japanese and Korean runs become overlapping character bigrams (a lone
+  character stays a unigram): keyword search works without a word segmenter.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from functools import lru_cache
+
+import snowballstemmer
+
+VERSION = "kw1"
+
+_CJK_RUN = re.compile(
+    r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]+"
+)
+# A word, or words joined by identifier punctuation.
+_TOKEN = re.compile(r"[^\W_]+(?:[-_./:]+[^\W_]+)*", re.UNICODE)
+_PART = re.compile(r"[^\W_]+", re.UNICODE)
+
+# Lucene's English stop words (what BM25 baselines use).
+STOP_WORDS = frozenset(
+    "a an and are as at be but by for if in into is it no not of on or such that the their "
+    "then there these they this to was will with".split()
+)
+
+_stemmer = snowballstemmer.stemmer("english")
+
+
+@lru_cache(maxsize=200_000)
+def _stem(word: str) -> str:
+    return str(_stemmer.stemWord(word))
+
+
+def _latin_terms(text: str, out: list[str]) -> None:
+    for match in _TOKEN.finditer(text):
+        token = match.group(0)
+        parts = _PART.findall(token)
+        if len(parts) > 1:
+            out.append("".join(parts))
+        for part in parts:
+            if part in STOP_WORDS:
+                continue
+            out.append(_stem(part) if part.isalpha() else part)
+
+
+def _cjk_terms(run: str, out: list[str]) -> None:
+    if len(run) == 1:
+        out.append(run)
+        return
+    out.extend(run[i : i + 2] for i in range(len(run) - 1))
+
+
+def terms(text: str) -> list[str]:
+    """The keyword terms of a text, in order (repeats kept: they are term frequency)."""
+    text = unicodedata.normalize("NFKC", text).lower()
+    out: list[str] = []
+    position = 0
+    for match in _CJK_RUN.finditer(text):
+        _latin_terms(text[position : match.start()], out)
+        _cjk_terms(match.group(0), out)
+        position = match.end()
+    _latin_terms(text[position:], out)
+    return out
+
+
+def query_terms(text: str) -> list[str]:
+    """Distinct terms of a query, in first-seen order."""
+    return list(dict.fromkeys(terms(text)))

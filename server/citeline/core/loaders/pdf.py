@@ -1,0 +1,382 @@
+"""PDF with a text layer, read with PyMuPDF.
+
+Blocks: one per text block that MuPDF finds on a page (in reading order, sorted top
+to bottom, then left to right), with its lines unwrapped into one line of text.
+Every block carries its 1-based ``page``; ``start_line``/``end_line`` are None.
+Pages without text (blank or image-only) are skipped.
+
+Line unwrapping: a line ending in a soft hyphen, or in ``-`` after a letter with the
+next line starting with a lowercase letter, is joined without the hyphen
+("informa-" + "tion" -> "information"; this also merges a compound broken at its
+hyphen, "well-" + "known" -> "wellknown", the price of simplicity).  A ``-`` after a
+letter or digit followed by anything else keeps the hyphen and adds no space
+("Jean-" + "Paul" -> "Jean-Paul").  Two CJK characters are joined without a space;
+all other line breaks become one space.
+
+Running headers and footers: a line counts as an edge line of its page if it is one
+of the two topmost lines and lies in the top 15% of the page, or one of the two
+bottommost lines and lies in the bottom 15%.  An edge line of at most 80 characters
+is removed when its normalised form (case-folded, whitespace collapsed, every run of
+digits replaced by ``#`` so "Page 3 of 10" matches "Page 7 of 10") is an edge line on
+at least half of the pages with text, or on at least two thirds of them when the
+document has 3 to 5 such pages.  Documents with fewer than 3 pages with text keep
+every line (two pages are too few to tell a header from a coincidence).
+
+Sections: with an outline (``doc.get_toc()``), each block's ``heading_path`` is the
+path (nested outline levels) of the latest outline entry that starts at or before
+it: an entry starts at the top of its page, or at the first block of that page that
+begins with the entry's title, if there is one (a line equal to the title is then
+dropped, as headings are not blocks).  Without an outline, ``heading_path`` is ().
+
+Title: the metadata title unless empty or a file name, else the largest-font line(s)
+on the first page with text when clearly larger (>= 1.25x) than the body text, else
+the file name stem.
+
+Errors: an encrypted PDF (one that needs a password to open), bytes that do not
+parse, or a PDF with images or drawings but no text at all raise LoadError; a PDF
+whose pages are all empty gives a document without blocks.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import math
+import os
+import re
+import statistics
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import PurePosixPath
+from typing import Any
+
+from citeline.core.documents import Block, LoadError, SourceDocument
+
+logger = logging.getLogger(__name__)
+
+# PyMuPDF prints MuPDF's messages to stdout by default, which would corrupt a
+# protocol spoken over stdio; send them to logging unless the user chose a target.
+
+
+@functools.cache
+def _fitz() -> Any:
+    """PyMuPDF, imported on first use (it takes seconds to import), typed as Any.
+
+    PyMuPDF prints MuPDF's messages to stdout by default, which would corrupt a
+    protocol spoken over stdio; they are sent to logging (at DEBUG) unless the user
+    chose a target with PYMUPDF_MESSAGE.
+    """
+    import pymupdf
+
+    module: Any = pymupdf
+    if "PYMUPDF_MESSAGE" not in os.environ:
+        module.set_messages(
+            pylogging=True, pylogging_name=f"{__name__}.mupdf", pylogging_level=logging.DEBUG
+        )
+    if hasattr(module, "no_recommend_layout"):
+        module.no_recommend_layout()  # it would print() a suggestion
+    return module
+
+
+_MAX_EDGE_CHARS = 80
+_EDGE_LINES = 2
+_EDGE_ZONE = 0.15  # share of the page height at the top and bottom where they may sit
+_TITLE_SIZE_RATIO = 1.25
+_DIGITS = re.compile(r"\d+")
+_NOT_WORD = re.compile(r"\W+")
+_CJK = re.compile(
+    r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\uff00-\uffef]"
+)
+_FILE_NAME_TITLE = re.compile(
+    r"\.(?:docx?|pdf|tex|dvi|ps|odt|rtf|pptx?|xlsx?|indd|pages|key|txt|md|html?)$",
+    re.IGNORECASE,
+)
+_JUNK_TITLES = frozenset({"untitled", "title", "no title", "document", "microsoft word"})
+
+
+@dataclass(frozen=True)
+class _Line:
+    text: str
+    y0: float
+    y1: float
+    size: float
+
+
+@dataclass
+class _Page:
+    number: int  # 1-based
+    height: float
+    blocks: list[list[_Line]]
+
+    def lines(self) -> list[_Line]:
+        return [line for block in self.blocks for line in block]
+
+
+def load_pdf(data: bytes, rel_path: str, file_name: str) -> SourceDocument:
+    """Load a PDF file with a text layer."""
+    if not data.strip():
+        raise LoadError("not a valid PDF: the file is empty")
+    if b"%PDF-" not in data[:1024]:
+        raise LoadError("not a valid PDF: no %PDF header")
+    try:
+        doc = _fitz().open(stream=data, filetype="pdf")
+    except Exception as exc:  # PyMuPDF raises FileDataError, RuntimeError, ValueError...
+        raise LoadError(f"not a valid PDF: {_one_line(exc)}") from exc
+    try:
+        return _load(doc, rel_path, file_name)
+    finally:
+        doc.close()
+        _fitz().TOOLS.reset_mupdf_warnings()  # MuPDF keeps every warning otherwise
+
+
+def _one_line(exc: BaseException) -> str:
+    text = " ".join(str(exc).split())
+    return text or type(exc).__name__
+
+
+def _load(doc: Any, rel_path: str, file_name: str) -> SourceDocument:
+    if doc.needs_pass:
+        raise LoadError("PDF is encrypted")
+    page_count = int(doc.page_count)
+    if page_count == 0:
+        raise LoadError("not a valid PDF: it has no pages")
+
+    pages: list[_Page] = []
+    failed = 0
+    for index in range(page_count):
+        try:
+            page = _read_page(doc.load_page(index), index + 1)
+        except Exception as exc:  # a broken page must not lose the rest of the document
+            failed += 1
+            logger.warning("%s: page %d unreadable, skipped: %s", rel_path, index + 1, exc)
+            continue
+        if page.blocks:
+            pages.append(page)
+    if failed == page_count:
+        raise LoadError("not a valid PDF: no page could be read")
+    if not pages and _has_graphics(doc):
+        raise LoadError("PDF has no text layer (scanned?)")
+
+    _remove_running_lines(pages)
+    raw_meta: dict[str, Any] = doc.metadata or {}
+    metadata = {
+        key: " ".join(str(raw_meta[key]).split())
+        for key in ("author", "subject", "keywords")
+        if raw_meta.get(key) and str(raw_meta[key]).strip()
+    }
+    metadata["pages"] = str(page_count)
+    title = _meta_title(str(raw_meta.get("title") or "")) or _first_page_title(pages)
+    blocks = _blocks(pages, _outline(doc))
+    return SourceDocument(
+        path=rel_path,
+        kind="pdf",
+        title=title or PurePosixPath(file_name).stem or file_name,
+        blocks=tuple(blocks),
+        title_from_content=bool(title),
+        metadata=metadata,
+    )
+
+
+def _read_page(page: Any, number: int) -> _Page:
+    content = page.get_text("dict", sort=True, flags=_fitz().TEXTFLAGS_TEXT)
+    blocks: list[list[_Line]] = []
+    for raw_block in content.get("blocks", []):
+        if raw_block.get("type", 0) != 0:
+            continue
+        lines: list[_Line] = []
+        for raw_line in raw_block.get("lines", []):
+            spans = raw_line.get("spans", [])
+            text = "".join(str(span.get("text", "")) for span in spans)
+            if not text.strip():
+                continue
+            sizes = [float(span.get("size", 0.0)) for span in spans if str(span.get("text", ""))]
+            _, y0, _, y1 = raw_line["bbox"]
+            lines.append(_Line(text.strip(), float(y0), float(y1), max(sizes, default=0.0)))
+        if lines:
+            blocks.append(lines)
+    return _Page(number, float(page.rect.height), blocks)
+
+
+def _has_graphics(doc: Any) -> bool:
+    for page in doc:
+        try:
+            if page.get_images() or page.get_drawings():
+                return True
+        except Exception:  # an unreadable page counts as not-text
+            return True
+    return False
+
+
+# --- running headers and footers --------------------------------------------------
+
+
+def _edge_key(text: str) -> str:
+    return " ".join(_DIGITS.sub("#", text.casefold()).split())
+
+
+def _edge_lines(page: _Page) -> list[_Line]:
+    """The page's (at most) two topmost and two bottommost lines inside its margins."""
+    lines = page.lines()
+    margin = _EDGE_ZONE * page.height
+    top = sorted(lines, key=lambda line: line.y0)[:_EDGE_LINES]
+    bottom = sorted(lines, key=lambda line: -line.y1)[:_EDGE_LINES]
+    edges = [line for line in top if line.y0 <= margin]
+    edges += [line for line in bottom if line.y1 >= page.height - margin]
+    return list({id(line): line for line in edges}.values())
+
+
+def _repeat_threshold(pages_with_text: int) -> int | None:
+    if pages_with_text < 3:
+        return None
+    if pages_with_text <= 5:
+        return math.ceil(2 * pages_with_text / 3)
+    return math.ceil(pages_with_text / 2)
+
+
+def _remove_running_lines(pages: list[_Page]) -> None:
+    threshold = _repeat_threshold(len(pages))
+    if threshold is None:
+        return
+    edges = {
+        page.number: [line for line in _edge_lines(page) if len(line.text) <= _MAX_EDGE_CHARS]
+        for page in pages
+    }
+    counts: Counter[str] = Counter()
+    for lines in edges.values():
+        counts.update({_edge_key(line.text) for line in lines})
+    running = {key for key, count in counts.items() if count >= threshold}
+    if not running:
+        return
+    for page in pages:
+        doomed = {id(line) for line in edges[page.number] if _edge_key(line.text) in running}
+        blocks = [[line for line in block if id(line) not in doomed] for block in page.blocks]
+        page.blocks = [block for block in blocks if block]
+    pages[:] = [page for page in pages if page.blocks]
+
+
+# --- text -------------------------------------------------------------------------
+
+
+def _unwrap(lines: list[str]) -> str:
+    out = ""
+    for raw in lines:
+        line = raw.strip()
+        if not line:
+            continue
+        if not out:
+            out = line
+        elif out.endswith("\u00ad"):
+            out = out[:-1] + line
+        elif out.endswith("-") and len(out) >= 2 and out[-2].isalnum():
+            if out[-2].isalpha() and line[0].islower():
+                out = out[:-1] + line
+            else:
+                out += line
+        elif _CJK.match(out[-1]) and _CJK.match(line[0]):
+            out += line
+        else:
+            out += " " + line
+    return out
+
+
+def _norm(text: str) -> str:
+    return _NOT_WORD.sub("", text.casefold())
+
+
+# --- outline ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Entry:
+    page: int
+    title: str
+    path: tuple[str, ...]
+
+
+def _outline(doc: Any) -> list[_Entry]:
+    try:
+        toc = doc.get_toc(simple=True)
+    except Exception as exc:
+        logger.info("ignoring an unreadable PDF outline: %s", exc)
+        return []
+    entries: list[_Entry] = []
+    stack: list[tuple[int, str]] = []
+    for item in toc:
+        level, title, page = int(item[0]), " ".join(str(item[1]).split()), int(item[2])
+        if not title:
+            continue
+        while stack and stack[-1][0] >= level:
+            stack.pop()
+        stack.append((level, title))
+        if page >= 1:
+            entries.append(_Entry(page, title, tuple(text for _, text in stack)))
+    entries.sort(key=lambda entry: entry.page)  # stable: outline order within a page
+    return entries
+
+
+def _blocks(pages: list[_Page], entries: list[_Entry]) -> list[Block]:
+    blocks: list[Block] = []
+    for page in pages:
+        before = [entry for entry in entries if entry.page < page.number]
+        path: tuple[str, ...] = before[-1].path if before else ()
+        starting = [entry for entry in entries if entry.page == page.number]
+        texts = [[line.text for line in block] for block in page.blocks]
+        # Where on the page does each starting entry begin?  (block index)
+        starts: list[tuple[int, _Entry]] = []
+        search_from = 0
+        for entry in starting:
+            key = _norm(entry.title)
+            found = next(
+                (
+                    i
+                    for i in range(search_from, len(texts))
+                    if key and _norm(" ".join(texts[i])).startswith(key)
+                ),
+                None,
+            )
+            if found is None:
+                starts.append((search_from, entry))
+                continue
+            starts.append((found, entry))
+            search_from = found
+            if texts[found] and _norm(texts[found][0]) == key:
+                texts[found] = texts[found][1:]
+        for i, lines in enumerate(texts):
+            for start, entry in starts:
+                if start <= i:
+                    path = entry.path
+            text = _unwrap(lines)
+            if text:
+                blocks.append(Block(text, path, page=page.number))
+    return blocks
+
+
+# --- title ------------------------------------------------------------------------
+
+
+def _meta_title(title: str) -> str:
+    title = " ".join(title.split())
+    if title.lower().startswith("microsoft word - "):
+        title = title[len("microsoft word - ") :]
+    if not title or title.lower() in _JUNK_TITLES or _FILE_NAME_TITLE.search(title):
+        return ""
+    return title
+
+
+def _first_page_title(pages: list[_Page]) -> str:
+    if not pages:
+        return ""
+    lines = pages[0].lines()
+    weights = [(line.size, len(line.text)) for line in lines if line.size > 0]
+    if not weights:
+        return ""
+    body = statistics.median_high([size for size, count in weights for _ in range(min(count, 200))])
+    biggest = max(size for size, _ in weights)
+    if biggest < _TITLE_SIZE_RATIO * body:
+        return ""
+    for block in pages[0].blocks:
+        parts = [line.text for line in block if line.size >= biggest - 0.5]
+        if parts:
+            title = _unwrap(parts)
+            return title if 2 <= len(title) <= 200 else ""
+    return ""

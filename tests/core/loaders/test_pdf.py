@@ -1,0 +1,255 @@
+"""PDF loading with PyMuPDF: pages, running headers, hyphens, outline, errors."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pymupdf as _pymupdf
+import pytest
+
+from citeline.core.documents import LoadError, SourceDocument
+from citeline.core.loaders import load_document
+
+pymupdf: Any = _pymupdf  # PyMuPDF's API is untyped
+
+
+def _load(path: Path) -> SourceDocument:
+    return load_document(path, f"papers/{path.name}")
+
+
+def _spans(doc: SourceDocument) -> list[tuple[int | None, tuple[str, ...], str]]:
+    return [(b.page, b.heading_path, b.text) for b in doc.blocks]
+
+
+def _image_page(doc: Any) -> None:
+    page = doc.new_page()
+    pixmap = pymupdf.Pixmap(pymupdf.csRGB, pymupdf.IRect(0, 0, 8, 8), False)
+    pixmap.clear_with(128)
+    page.insert_image(pymupdf.Rect(72, 72, 300, 300), pixmap=pixmap)
+
+
+def test_text_per_page_blank_page_skipped_and_title_from_metadata(tmp_path: Path) -> None:
+    doc = pymupdf.open()
+    doc.new_page().insert_text((72, 100), "Relational databases store rows.")
+    doc.new_page()  # blank
+    page = doc.new_page()
+    page.insert_text((72, 100), "Indexes speed up lookups.")
+    page.insert_text((72, 200), "A second paragraph on page three.")
+    doc.set_metadata({"title": "Databases 101", "author": "E. F. Codd"})
+    doc.save(tmp_path / "db.pdf")
+
+    loaded = _load(tmp_path / "db.pdf")
+    assert loaded.path == "papers/db.pdf"
+    assert loaded.kind == "pdf"
+    assert loaded.title == "Databases 101"
+    assert loaded.title_from_content is True
+    assert dict(loaded.metadata) == {"author": "E. F. Codd", "pages": "3"}
+    assert _spans(loaded) == [
+        (1, (), "Relational databases store rows."),
+        (3, (), "Indexes speed up lookups."),
+        (3, (), "A second paragraph on page three."),
+    ]
+    assert all(b.start_line is None and b.end_line is None for b in loaded.blocks)
+
+
+def test_running_header_and_footer_removed_but_rare_line_kept(tmp_path: Path) -> None:
+    doc = pymupdf.open()
+    bodies = [
+        "Chapter one starts the story.",
+        "The hero leaves home.",
+        "A storm hits the ship.",
+        "They reach the island.",
+        "The treasure is found.",
+        "Everyone sails back.",
+    ]
+    for number, body in enumerate(bodies, start=1):
+        page = doc.new_page()  # 595 x 842
+        page.insert_text((72, 40), "The Voyage - Draft")
+        if number in (2, 5):
+            page.insert_text((72, 60), "Confidential")  # on 2 of 6 pages only
+        page.insert_text((72, 300), body)
+        page.insert_text((72, 810), f"Page {number} of 6")
+    doc.save(tmp_path / "voyage.pdf")
+
+    loaded = _load(tmp_path / "voyage.pdf")
+    assert _spans(loaded) == [
+        (1, (), "Chapter one starts the story."),
+        (2, (), "Confidential"),
+        (2, (), "The hero leaves home."),
+        (3, (), "A storm hits the ship."),
+        (4, (), "They reach the island."),
+        (5, (), "Confidential"),
+        (5, (), "The treasure is found."),
+        (6, (), "Everyone sails back."),
+    ]
+
+
+def test_two_page_document_keeps_repeated_lines(tmp_path: Path) -> None:
+    doc = pymupdf.open()
+    for body in ("First page body.", "Second page body."):
+        page = doc.new_page()
+        page.insert_text((72, 40), "Short Memo")
+        page.insert_text((72, 300), body)
+    doc.save(tmp_path / "memo.pdf")
+    assert _spans(_load(tmp_path / "memo.pdf")) == [
+        (1, (), "Short Memo"),
+        (1, (), "First page body."),
+        (2, (), "Short Memo"),
+        (2, (), "Second page body."),
+    ]
+
+
+def test_hyphenation_rejoined_and_lines_unwrapped(tmp_path: Path) -> None:
+    doc = pymupdf.open()
+    doc.new_page().insert_text(
+        (72, 100),
+        "The system stores informa-\ntion about every user\nof the Jean-\nPaul Sartre library.",
+    )
+    doc.save(tmp_path / "h.pdf")
+    assert _spans(_load(tmp_path / "h.pdf")) == [
+        (1, (), "The system stores information about every user of the Jean-Paul Sartre library."),
+    ]
+
+
+def test_outline_gives_sections(tmp_path: Path) -> None:
+    doc = pymupdf.open()
+    page = doc.new_page()
+    page.insert_text((72, 100), "Introduction")
+    page.insert_text((72, 130), "Why caching matters.")
+    page.insert_text((72, 300), "Cache Policies")
+    page.insert_text((72, 330), "LRU evicts the least recently used entry.")
+    doc.new_page().insert_text((72, 100), "LFU counts uses instead.")
+    doc.new_page().insert_text((72, 100), "Benchmarks show a 2x win.")
+    doc.set_toc(
+        [
+            [1, "Introduction", 1],
+            [2, "Cache Policies", 1],
+            [1, "Results", 3],
+        ]
+    )
+    doc.save(tmp_path / "cache.pdf")
+
+    loaded = _load(tmp_path / "cache.pdf")
+    assert _spans(loaded) == [
+        (1, ("Introduction",), "Why caching matters."),
+        (1, ("Introduction", "Cache Policies"), "LRU evicts the least recently used entry."),
+        (2, ("Introduction", "Cache Policies"), "LFU counts uses instead."),
+        (3, ("Results",), "Benchmarks show a 2x win."),
+    ]
+
+
+def test_title_from_largest_font_else_stem(tmp_path: Path) -> None:
+    doc = pymupdf.open()
+    page = doc.new_page()
+    page.insert_text((72, 80), "Quarterly Report", fontsize=24)
+    page.insert_text((72, 140), "Revenue grew in every region this quarter.", fontsize=11)
+    page.insert_text((72, 160), "Costs stayed flat.", fontsize=11)
+    doc.save(tmp_path / "q3.pdf")
+    titled = _load(tmp_path / "q3.pdf")
+    assert titled.title == "Quarterly Report"
+    assert titled.title_from_content is True
+
+    doc = pymupdf.open()
+    doc.new_page().insert_text((72, 80), "Same size everywhere.")
+    doc.set_metadata({"title": "report-final.docx"})
+    doc.save(tmp_path / "plain.pdf")
+    untitled = _load(tmp_path / "plain.pdf")
+    assert untitled.title == "plain"
+    assert untitled.title_from_content is False
+
+
+def test_image_only_page_is_skipped(tmp_path: Path) -> None:
+    doc = pymupdf.open()
+    doc.new_page().insert_text((72, 100), "Text before the figure.")
+    _image_page(doc)
+    doc.new_page().insert_text((72, 100), "Text after the figure.")
+    doc.save(tmp_path / "fig.pdf")
+    assert _spans(_load(tmp_path / "fig.pdf")) == [
+        (1, (), "Text before the figure."),
+        (3, (), "Text after the figure."),
+    ]
+
+
+def test_only_image_pages_has_no_text_layer(tmp_path: Path) -> None:
+    doc = pymupdf.open()
+    _image_page(doc)
+    _image_page(doc)
+    doc.save(tmp_path / "scan.pdf")
+    with pytest.raises(LoadError) as info:
+        _load(tmp_path / "scan.pdf")
+    assert str(info.value) == "PDF has no text layer (scanned?)"
+
+
+def test_drawings_only_has_no_text_layer(tmp_path: Path) -> None:
+    doc = pymupdf.open()
+    doc.new_page().draw_rect(pymupdf.Rect(50, 50, 200, 200), color=(0, 0, 0))
+    doc.save(tmp_path / "shapes.pdf")
+    with pytest.raises(LoadError, match=r"^PDF has no text layer \(scanned\?\)$"):
+        _load(tmp_path / "shapes.pdf")
+
+
+def test_all_blank_pages_is_an_empty_document(tmp_path: Path) -> None:
+    doc = pymupdf.open()
+    doc.new_page()
+    doc.save(tmp_path / "blank.pdf")
+    loaded = _load(tmp_path / "blank.pdf")
+    assert loaded.blocks == ()
+    assert loaded.title == "blank"
+
+
+def test_encrypted_pdf(tmp_path: Path) -> None:
+    doc = pymupdf.open()
+    doc.new_page().insert_text((72, 100), "Secret plans.")
+    doc.save(
+        tmp_path / "locked.pdf",
+        encryption=pymupdf.PDF_ENCRYPT_AES_256,
+        owner_pw="o",
+        user_pw="u",
+    )
+    with pytest.raises(LoadError) as info:
+        _load(tmp_path / "locked.pdf")
+    assert str(info.value) == "PDF is encrypted"
+
+
+def test_owner_password_only_pdf_still_loads(tmp_path: Path) -> None:
+    doc = pymupdf.open()
+    doc.new_page().insert_text((72, 100), "Readable but not editable.")
+    doc.save(
+        tmp_path / "owner.pdf",
+        encryption=pymupdf.PDF_ENCRYPT_AES_256,
+        owner_pw="o",
+        permissions=pymupdf.PDF_PERM_PRINT,
+    )
+    assert _spans(_load(tmp_path / "owner.pdf")) == [(1, (), "Readable but not editable.")]
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (b"this is not a pdf at all, just words\n" * 20, "not a valid PDF: no %PDF header"),
+        (b"%PDF-1.7\n" + bytes(range(1, 256)) * 8, "not a valid PDF: "),
+        (b"", "not a valid PDF: the file is empty"),
+    ],
+)
+def test_corrupt_pdf(tmp_path: Path, content: bytes, message: str) -> None:
+    path = tmp_path / "broken.pdf"
+    path.write_bytes(content)
+    with pytest.raises(LoadError) as info:
+        _load(path)
+    text = str(info.value)
+    assert text.startswith(message)
+    assert "\n" not in text
+
+
+def test_broken_xref_is_repaired_and_nothing_is_printed(
+    tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    doc = pymupdf.open()
+    doc.new_page().insert_text((72, 100), "Repaired text.")
+    data: bytes = doc.tobytes()
+    start = data.rindex(b"startxref")
+    path = tmp_path / "repair.pdf"
+    path.write_bytes(data[:start] + b"startxref\n999999\n%%EOF\n")
+    assert _spans(_load(path)) == [(1, (), "Repaired text.")]
+    assert capfd.readouterr().out == ""

@@ -1,0 +1,130 @@
+"""The loader registry: suffix dispatch and the errors every loader shares."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from citeline.core import loaders
+from citeline.core.documents import LoadError, SourceDocument
+from citeline.core.loaders import SUPPORTED_SUFFIXES, is_supported, load_document
+
+
+def test_supported_suffixes() -> None:
+    assert sorted(SUPPORTED_SUFFIXES) == [
+        ".htm",
+        ".html",
+        ".markdown",
+        ".md",
+        ".mdx",
+        ".pdf",
+        ".rst",
+        ".text",
+        ".txt",
+    ]
+    assert is_supported(Path("docs/Guide.MD"))
+    assert is_supported(Path("a/b.Html"))
+    assert not is_supported(Path("image.png"))
+    assert not is_supported(Path("Makefile"))
+
+
+def test_dispatch_by_suffix_any_case(tmp_path: Path) -> None:
+    cases = {
+        "A.MD": ("markdown", "# Hi\n\nthere\n"),
+        "b.Markdown": ("markdown", "# Hi\n\nthere\n"),
+        "c.HTM": ("html", "<h1>Hi</h1><p>there</p>"),
+        "d.TXT": ("text", "there\n"),
+        "e.Rst": ("text", "Hi\n==\n\nthere\n"),
+    }
+    for name, (kind, content) in cases.items():
+        path = tmp_path / name
+        path.write_text(content, encoding="utf-8")
+        doc = load_document(path, f"sub/{name}")
+        assert isinstance(doc, SourceDocument)
+        assert (doc.path, doc.kind, doc.blocks[-1].text) == (f"sub/{name}", kind, "there")
+
+
+def test_missing_file(tmp_path: Path) -> None:
+    with pytest.raises(LoadError) as info:
+        load_document(tmp_path / "gone.md", "gone.md")
+    assert str(info.value) == "file not found (deleted?)"
+
+
+def test_deleted_between_stat_and_open(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "racy.md"
+    path.write_text("text\n", encoding="utf-8")
+
+    def vanish(self: Path, *args: object, **kwargs: object) -> object:
+        raise FileNotFoundError(2, "No such file or directory")
+
+    monkeypatch.setattr(Path, "open", vanish)
+    with pytest.raises(LoadError, match=r"^file not found \(deleted\?\)$"):
+        load_document(path, "racy.md")
+
+
+def test_permission_denied(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "private.txt"
+    path.write_text("text\n", encoding="utf-8")
+
+    def deny(self: Path, *args: object, **kwargs: object) -> object:
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(Path, "open", deny)
+    with pytest.raises(LoadError) as info:
+        load_document(path, "private.txt")
+    assert str(info.value) == "permission denied"
+
+
+def test_directory_and_unsupported_suffix(tmp_path: Path) -> None:
+    (tmp_path / "folder.md").mkdir()
+    with pytest.raises(LoadError, match=r"^not a regular file$"):
+        load_document(tmp_path / "folder.md", "folder.md")
+    (tmp_path / "photo.png").write_bytes(b"\x89PNG")
+    with pytest.raises(LoadError, match=r"^unsupported file type '\.png'$"):
+        load_document(tmp_path / "photo.png", "photo.png")
+
+
+def test_file_over_the_size_limit(tmp_path: Path) -> None:
+    huge = tmp_path / "huge.md"
+    with huge.open("wb") as handle:  # sparse: no disk space used
+        handle.truncate(int(31.2 * 1024 * 1024))
+    with pytest.raises(LoadError) as info:
+        load_document(huge, "huge.md")
+    assert str(info.value) == "file is 31.2 MB, over the 20 MB limit"
+
+    small = tmp_path / "small.txt"
+    small.write_bytes(b"x" * 2048)
+    with pytest.raises(LoadError) as info:
+        load_document(small, "small.txt", max_bytes=1024)
+    assert str(info.value) == "file is 2.0 KB, over the 1 KB limit"
+    assert load_document(small, "small.txt", max_bytes=2048).blocks[0].text == "x" * 2048
+
+
+def test_binary_content_with_markdown_name(tmp_path: Path) -> None:
+    path = tmp_path / "archive.md"
+    path.write_bytes(bytes(range(256)) * 16)
+    with pytest.raises(LoadError) as info:
+        load_document(path, "archive.md")
+    assert str(info.value) == "looks like a binary file, not Markdown"
+
+
+def test_empty_files_have_no_blocks(tmp_path: Path) -> None:
+    for name in ("e.md", "e.mdx", "e.html", "e.txt", "e.rst"):
+        (tmp_path / name).write_bytes(b"")
+        doc = load_document(tmp_path / name, name)
+        assert (doc.blocks, doc.title, doc.title_from_content) == ((), "e", False)
+
+
+def test_unexpected_loader_failure_becomes_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def broken(data: bytes, rel_path: str, file_name: str) -> SourceDocument:
+        raise ValueError("parser exploded\nwith details")
+
+    monkeypatch.setitem(loaders._LOADERS, ".md", (broken, "Markdown"))
+    path = tmp_path / "x.md"
+    path.write_text("hello\n", encoding="utf-8")
+    with pytest.raises(LoadError) as info:
+        load_document(path, "x.md")
+    assert str(info.value) == "could not read Markdown: parser exploded with details"
