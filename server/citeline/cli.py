@@ -220,6 +220,118 @@ def _run_serve(args: argparse.Namespace) -> int:
     return serve(docs=docs, tcp=args.tcp, log_file=args.log_file, verbose=args.verbose)
 
 
+def _eval_settings(docs: Path, args: argparse.Namespace):  # type: ignore[no-untyped-def]
+    from citeline.settings import load_settings
+
+    overrides: dict[str, object] = {}
+    if getattr(args, "model", None):
+        overrides["embedding"] = {"model": args.model}
+    settings, _ = load_settings(docs, overrides)
+    return settings
+
+
+def _run_eval(args: argparse.Namespace) -> int:
+    from citeline.app import open_workspace
+    from citeline.evaluation import datasets, runner
+    from citeline.evaluation.off_topic import OFF_TOPIC_QUESTIONS
+
+    kind = args.kind
+    try:
+        if kind == "beir":
+            evalset = datasets.load_beir(Path(args.path), args.split)
+        elif kind == "squad":
+            evalset = datasets.load_squad(Path(args.path))
+        else:
+            evalset = datasets.load_questions(Path(args.path))
+    except datasets.DatasetError as exc:
+        raise _UserError(str(exc)) from exc
+    if args.limit:
+        evalset.queries = evalset.queries[: args.limit]
+    if evalset.documents is not None:
+        cache = Path(args.work).expanduser() if args.work else _cache_dir() / "eval"
+        docs = runner.corpus_folder(cache, evalset)
+        runner.write_corpus(evalset, docs)
+    else:
+        if not args.docs:
+            raise _UserError("citeline eval questions needs --docs DIR")
+        docs = Path(args.docs).expanduser()
+        if not docs.is_dir():
+            raise _UserError(f"documents folder {docs} does not exist")
+    settings = _eval_settings(docs, args)
+    workspace = open_workspace(docs, settings)
+    try:
+        bar = _ProgressBar("indexing")
+        try:
+            report = workspace.update(progress=bar)
+        finally:
+            bar.close()
+        bar = _ProgressBar("querying")
+        try:
+            results = runner.run_retrieval(workspace, evalset, progress=bar)
+        finally:
+            bar.close()
+        out: dict[str, object] = {
+            "dataset": evalset.name,
+            "queries": len(evalset.queries),
+            "documents": report.files,
+            "chunks": report.chunks,
+            "index_seconds": round(report.seconds, 2),
+            "embedded": report.embedded,
+        }
+        for method, result in results.items():
+            block: dict[str, object] = {
+                k: round(v, 4) for k, v in result.metrics(evalset.queries).items()
+            }
+            block["latency"] = result.latency()
+            out[method] = block
+        answer_settings = settings.answer
+        out["refusal"] = {
+            **runner.refusal_rates(evalset, results["hybrid"], answer_settings),
+            "off_topic_refused": runner.off_topic_refused(
+                workspace, OFF_TOPIC_QUESTIONS, answer_settings
+            ),
+            "min_score": answer_settings.min_score,
+            "min_keyword_score": answer_settings.min_keyword_score,
+        }
+        if args.answers:
+            bar = _ProgressBar("answering")
+            try:
+                out["answers"] = runner.run_answers(workspace, evalset, args.answers, bar)
+            finally:
+                bar.close()
+    finally:
+        workspace.close()
+    if args.json:
+        print(json.dumps(out, ensure_ascii=False))
+        return 0
+    print(f"{out['dataset']}: {out['queries']} queries, {out['documents']} documents,"
+          f" {out['chunks']} chunks (indexed in {out['index_seconds']}s)")
+    names = ["ndcg@10", "recall@5", "recall@10", "mrr@10", "hit@1", "hit@5", "hit@10"]
+    print(f"{'method':8} " + " ".join(f"{n:>9}" for n in names) + f" {'p50 ms':>8} {'p95 ms':>8}")
+    for method in runner.METHODS:
+        block = out[method]
+        assert isinstance(block, dict)
+        latency = block["latency"]
+        print(f"{method:8} " + " ".join(f"{block[n]:>9.4f}" for n in names)
+              + f" {latency['p50_ms']:>8.1f} {latency['p95_ms']:>8.1f}")
+    refusal = out["refusal"]
+    assert isinstance(refusal, dict)
+    print(f"refusal: answerable refused {refusal['answerable_refused']:.1%},"
+          f" relevant-removed refused {refusal['relevant_removed_refused']:.1%},"
+          f" off-topic refused {refusal['off_topic_refused']:.1%}")
+    if "answers" in out:
+        print(f"answers: {json.dumps(out['answers'])}")
+    return 0
+
+
+def _cache_dir() -> Path:
+    base = os.environ.get("CITELINE_CACHE_DIR")
+    if base:
+        return Path(base)
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    return (Path(xdg) if xdg else Path.home() / ".cache") / "citeline"
+
+
 DEMO_QUERY = "How does Citeline avoid embedding unchanged text again?"
 
 
@@ -284,6 +396,19 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--tcp", metavar="[HOST:]PORT", help="serve over TCP (default host 127.0.0.1)")
     p.add_argument("--log-file", help="also write the log to this file")
     p.set_defaults(run=_run_serve)
+
+    p = sub.add_parser("eval", help="measure retrieval quality on a benchmark or your questions")
+    p.add_argument("kind", choices=["beir", "squad", "questions"])
+    p.add_argument("path", help="BEIR folder, SQuAD JSON file, or questions JSONL file")
+    p.add_argument("--split", default="test", help="BEIR qrels split (default: test)")
+    p.add_argument("--docs", help="documents folder (for `questions`)")
+    p.add_argument("--model", help="GGUF embedding model (default: bundled MiniLM)")
+    p.add_argument("--limit", type=int, default=0, help="only the first N queries")
+    p.add_argument("--answers", type=int, default=0, metavar="N",
+                   help="also answer the first N questions and score the citations")
+    p.add_argument("--work", help="where benchmark corpora are written and indexed")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.set_defaults(run=_run_eval)
 
     p = sub.add_parser("demo", help="index the bundled sample documents and search them")
     docs_option(p, default=None)

@@ -1,0 +1,1 @@
+"""Measuring retrieval and answer quality on public benchmarks and users' own questions."""

@@ -1,0 +1,193 @@
+"""Running an evaluation set through the normal pipeline and scoring it.
+
+Documents are written out as files and indexed by the ordinary incremental
+ingest (so a second run over the same corpus embeds nothing), queries go through
+the ordinary retriever in each mode, and chunk hits are collapsed to documents
+(the best-ranked chunk stands for its document) before scoring.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import statistics
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from citeline.app import Workspace
+from citeline.core.answering import AnswerSettings, is_evidence
+from citeline.core.documents import Hit
+from citeline.evaluation.datasets import EvalQuery, EvalSet
+from citeline.evaluation.metrics import METRICS, average
+
+METHODS = ("dense", "keyword", "hybrid")
+Progress = Callable[[int, int, str], None]
+
+
+def corpus_folder(cache_root: Path, evalset: EvalSet) -> Path:
+    """A stable folder per corpus, so re-running reuses its index."""
+    assert evalset.documents is not None
+    digest = hashlib.sha256()
+    for doc_id in sorted(evalset.documents):
+        title, text = evalset.documents[doc_id]
+        digest.update(f"{doc_id}\0{title}\0{text}\0".encode())
+    name = evalset.name.split(":", 1)[0]
+    return cache_root / f"{name}-{digest.hexdigest()[:12]}" / "docs"
+
+
+def write_corpus(evalset: EvalSet, folder: Path) -> int:
+    """Write each document as a file (Markdown with its title as heading, or text)."""
+    assert evalset.documents is not None
+    folder.mkdir(parents=True, exist_ok=True)
+    written = 0
+    for doc_id, (title, text) in evalset.documents.items():
+        path = folder / evalset.file_name(doc_id)
+        if evalset.suffix == ".md" and title:
+            content = f"# {_one_line(title)}\n\n{text}\n"
+        else:
+            content = f"{text}\n"
+        if not path.exists() or path.read_text("utf-8") != content:
+            path.write_text(content, "utf-8")
+            written += 1
+    return written
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+@dataclass
+class QueryResult:
+    ranked: list[str]  # document ids, best first
+    hits: list[Hit]
+    seconds: float
+
+
+@dataclass
+class MethodResult:
+    per_query: dict[str, QueryResult] = field(default_factory=dict)
+
+    def metrics(self, queries: Sequence[EvalQuery]) -> dict[str, float]:
+        rows = [
+            {name: fn(self.per_query[q.id].ranked, q.relevant) for name, fn in METRICS.items()}
+            for q in queries
+        ]
+        return average(rows)
+
+    def latency(self) -> dict[str, float]:
+        times = sorted(r.seconds for r in self.per_query.values())
+        if not times:
+            return {"p50_ms": 0.0, "p95_ms": 0.0, "mean_ms": 0.0}
+        p95 = times[min(len(times) - 1, int(0.95 * len(times)))]
+        return {
+            "p50_ms": round(1000 * statistics.median(times), 2),
+            "p95_ms": round(1000 * p95, 2),
+            "mean_ms": round(1000 * statistics.fmean(times), 2),
+        }
+
+
+def collapse(evalset: EvalSet, hits: Sequence[Hit]) -> list[str]:
+    ranked: list[str] = []
+    for hit in hits:
+        doc = evalset.doc_id(hit.chunk.path)
+        if doc not in ranked:
+            ranked.append(doc)
+    return ranked
+
+
+def run_retrieval(
+    workspace: Workspace,
+    evalset: EvalSet,
+    methods: Sequence[str] = METHODS,
+    depth: int = 100,
+    progress: Progress | None = None,
+) -> dict[str, MethodResult]:
+    results = {m: MethodResult() for m in methods}
+    for done, query in enumerate(evalset.queries, start=1):
+        for method in methods:
+            started = time.perf_counter()
+            hits = workspace.retriever.search(query.text, k=depth, mode=method)
+            seconds = time.perf_counter() - started
+            results[method].per_query[query.id] = QueryResult(collapse(evalset, hits), hits, seconds)
+        if progress:
+            progress(done, len(evalset.queries), query.id)
+    return results
+
+
+# -- refusal -----------------------------------------------------------------------
+
+
+def refusal_rates(
+    evalset: EvalSet, result: MethodResult, settings: AnswerSettings, candidates: int = 8
+) -> dict[str, float]:
+    """How often the answer stage would refuse.
+
+    ``answerable``: the question over the whole corpus.  ``relevant_removed``: the
+    same question with its relevant documents taken out of the results, i.e. the
+    documents no longer hold the answer (a hard, on-topic kind of off-topic).
+    """
+    answerable = removed = 0
+    for query in evalset.queries:
+        hits = result.per_query[query.id].hits
+        top = hits[:candidates]
+        if not any(is_evidence(h, settings) for h in top):
+            answerable += 1
+        others = [h for h in hits if evalset.doc_id(h.chunk.path) not in query.relevant]
+        if not any(is_evidence(h, settings) for h in others[:candidates]):
+            removed += 1
+    n = max(1, len(evalset.queries))
+    return {
+        "answerable_refused": round(answerable / n, 4),
+        "relevant_removed_refused": round(removed / n, 4),
+    }
+
+
+def off_topic_refused(
+    workspace: Workspace, questions: Sequence[str], settings: AnswerSettings, candidates: int = 8
+) -> float:
+    refused = 0
+    for question in questions:
+        hits = workspace.retriever.search(question, k=candidates)
+        if not any(is_evidence(h, settings) for h in hits):
+            refused += 1
+    return round(refused / max(1, len(questions)), 4)
+
+
+# -- answers -----------------------------------------------------------------------
+
+
+def _normalise(text: str) -> str:
+    return "".join(ch.lower() for ch in text if ch.isalnum())
+
+
+def run_answers(
+    workspace: Workspace, evalset: EvalSet, limit: int, progress: Progress | None = None
+) -> dict[str, object]:
+    queries = evalset.queries[:limit]
+    cited_right = refused = contains = with_reference = 0
+    times: list[float] = []
+    for done, query in enumerate(queries, start=1):
+        answer = workspace.ask(query.text)
+        times.append(float(answer.timings.get("total") or 0.0))
+        if answer.refused:
+            refused += 1
+        if any(evalset.doc_id(c.path) in query.relevant for c in answer.citations):
+            cited_right += 1
+        if query.answers:
+            with_reference += 1
+            text = _normalise(answer.text)
+            if any(_normalise(a) and _normalise(a) in text for a in query.answers):
+                contains += 1
+        if progress:
+            progress(done, len(queries), query.id)
+    n = max(1, len(queries))
+    return {
+        "questions": len(queries),
+        "citation_accuracy": round(cited_right / n, 4),
+        "refused_answerable": round(refused / n, 4),
+        "answer_contains_reference": (
+            round(contains / with_reference, 4) if with_reference else None
+        ),
+        "seconds_per_answer": round(statistics.fmean(times), 3) if times else None,
+    }

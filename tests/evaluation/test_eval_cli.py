@@ -1,0 +1,73 @@
+"""`citeline eval` end to end on small slices of the public benchmarks (in the repo)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from conftest import REPO, SAMPLES
+
+FIXTURES = REPO / "tests" / "fixtures" / "eval"
+CLI = [sys.executable, "-m", "citeline.cli"]
+BLOCK_KEYS = {"ndcg@10", "recall@5", "mrr@10", "hit@5", "latency"}
+
+
+def run_eval(*args: str) -> dict[str, object]:
+    proc = subprocess.run([*CLI, "eval", *args, "--json"], capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stderr
+    result = json.loads(proc.stdout)
+    assert isinstance(result, dict)
+    return result
+
+
+def check_blocks(result: dict[str, object]) -> None:
+    for method in ("dense", "keyword", "hybrid"):
+        block = result[method]
+        assert isinstance(block, dict) and BLOCK_KEYS <= set(block)
+        for key in ("ndcg@10", "recall@5", "mrr@10", "hit@5"):
+            assert 0.0 <= block[key] <= 1.0
+        assert block["latency"]["p50_ms"] > 0
+
+
+def test_beir_slice(tmp_path: Path) -> None:
+    result = run_eval("beir", str(FIXTURES / "scifact-slice"), "--split", "train", "--work", str(tmp_path))
+    assert result["queries"] == 15 and result["documents"] == 57
+    check_blocks(result)
+    # on a 57-document slice every method should find most cited abstracts
+    for method in ("dense", "keyword", "hybrid"):
+        assert result[method]["hit@5"] >= 0.8, result[method]
+    assert result["hybrid"]["ndcg@10"] >= 0.7
+    # a second run reuses the index: nothing is embedded again
+    again = run_eval("beir", str(FIXTURES / "scifact-slice"), "--split", "train", "--work", str(tmp_path))
+    assert again["embedded"] == 0 and again["hybrid"] == {**result["hybrid"], "latency": again["hybrid"]["latency"]}
+
+
+def test_squad_slice_chinese(tmp_path: Path) -> None:
+    result = run_eval("squad", str(FIXTURES / "cmrc2018-trial-slice.json"), "--work", str(tmp_path))
+    assert result["queries"] == 27 and result["documents"] == 10
+    check_blocks(result)
+    # Chinese keyword search works thanks to bigrams; hybrid is no worse than the best method
+    assert result["keyword"]["recall@5"] >= 0.9
+    best = max(result["dense"]["recall@5"], result["keyword"]["recall@5"])
+    assert result["hybrid"]["recall@5"] >= best - 0.04
+    refusal = result["refusal"]
+    assert set(refusal) >= {"answerable_refused", "relevant_removed_refused", "off_topic_refused"}
+
+
+def test_own_questions_file(tmp_path: Path) -> None:
+    questions = tmp_path / "questions.jsonl"
+    questions.write_text(
+        json.dumps({"question": "What happens when a PDF is encrypted?",
+                    "sources": ["troubleshooting.md", "citeline-guide.pdf#page=4"]}) + "\n"
+        + json.dumps({"question": "索引保存在哪里？", "sources": ["zh/常见问题.md"]}, ensure_ascii=False) + "\n"
+    )
+    import shutil
+
+    docs = tmp_path / "docs"
+    shutil.copytree(SAMPLES, docs)
+    result = run_eval("questions", str(questions), "--docs", str(docs))
+    assert result["queries"] == 2
+    check_blocks(result)
+    assert result["hybrid"]["hit@5"] == 1.0
