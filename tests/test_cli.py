@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
+
 from conftest import SAMPLES
 
 CLI = [sys.executable, "-m", "citeline.cli"]
@@ -41,10 +42,22 @@ def test_index_search_status_json(samples: Path) -> None:
     again = json.loads(run("index", "--docs", str(samples), "--json").stdout)
     assert again["embedded"] == 0 and again["chunks"] == report["chunks"]
 
-    out = json.loads(run("search", "encrypted PDF", "--docs", str(samples), "-k", "3", "--json").stdout)
+    out = json.loads(
+        run("search", "encrypted PDF", "--docs", str(samples), "-k", "3", "--json").stdout
+    )
     hits = out["hits"]
     assert [h["rank"] for h in hits] == [1, 2, 3]
-    assert set(hits[0]) >= {"rank", "score", "path", "title", "section", "page", "start_line", "end_line", "text"}
+    assert set(hits[0]) >= {
+        "rank",
+        "score",
+        "path",
+        "title",
+        "section",
+        "page",
+        "start_line",
+        "end_line",
+        "text",
+    }
     assert all("\\" not in h["path"] and not h["path"].startswith("/") for h in hits)
     for h in hits:
         if h["page"] is None:
@@ -75,7 +88,9 @@ def test_expected_errors_are_one_line(tmp_path: Path) -> None:
     assert missing.stderr.strip().count("\n") == 0 and "does not exist" in missing.stderr
 
     (tmp_path / "d").mkdir()
-    bad_model = run("index", "--docs", str(tmp_path / "d"), "--model", str(tmp_path / "m.gguf"), check=False)
+    bad_model = run(
+        "index", "--docs", str(tmp_path / "d"), "--model", str(tmp_path / "m.gguf"), check=False
+    )
     assert bad_model.returncode == 2 and "m.gguf" in bad_model.stderr
     assert "Traceback" not in bad_model.stderr and bad_model.stderr.strip().count("\n") == 0
 
@@ -96,8 +111,9 @@ def test_kill_9_mid_run_leaves_a_usable_index_that_the_next_run_completes(tmp_pa
             for j in range(6)
         )
         (docs / f"doc{i:03}.md").write_text(f"# Doc {i}\n\n{body}\n")
-    proc = subprocess.Popen([*CLI, "index", "--docs", str(docs)], stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        [*CLI, "index", "--docs", str(docs)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+    )
     db_path = docs / ".citeline" / "index.sqlite3"
     deadline = time.time() + 300
     committed = 0
@@ -118,19 +134,34 @@ def test_kill_9_mid_run_leaves_a_usable_index_that_the_next_run_completes(tmp_pa
     # the interrupted index opens and answers
     status = json.loads(run("status", "--docs", str(docs), "--json").stdout)
     assert 0 < status["files"] < 120
-    hits = json.loads(run("search", "subsystem failure mode", "--docs", str(docs), "--json").stdout)["hits"]
+    hits = json.loads(
+        run("search", "subsystem failure mode", "--docs", str(docs), "--json").stdout
+    )["hits"]
     assert hits
 
     # the next run completes it, without duplicates or orphans
     report = json.loads(run("index", "--docs", str(docs), "--json").stdout)
     assert report["files"] == 120 and report["errors"] == []
     with sqlite3.connect(db_path) as db:
-        assert db.execute("SELECT count(*) FROM (SELECT file_id, ordinal FROM chunks"
-                          " GROUP BY file_id, ordinal HAVING count(*) > 1)").fetchone()[0] == 0
-        assert db.execute("SELECT count(*) FROM chunks WHERE file_id NOT IN"
-                          " (SELECT id FROM files)").fetchone()[0] == 0
-        assert db.execute("SELECT count(*) FROM chunks WHERE vector_key NOT IN"
-                          " (SELECT key FROM vectors)").fetchone()[0] == 0
+        assert (
+            db.execute(
+                "SELECT count(*) FROM (SELECT file_id, ordinal FROM chunks"
+                " GROUP BY file_id, ordinal HAVING count(*) > 1)"
+            ).fetchone()[0]
+            == 0
+        )
+        assert (
+            db.execute(
+                "SELECT count(*) FROM chunks WHERE file_id NOT IN (SELECT id FROM files)"
+            ).fetchone()[0]
+            == 0
+        )
+        assert (
+            db.execute(
+                "SELECT count(*) FROM chunks WHERE vector_key NOT IN (SELECT key FROM vectors)"
+            ).fetchone()[0]
+            == 0
+        )
         chunks = db.execute("SELECT count(*) FROM chunks").fetchone()[0]
     assert report["chunks"] == chunks == 120 * 1  # each small doc is one chunk
     fresh = tmp_path / "fresh"

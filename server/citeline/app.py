@@ -13,10 +13,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from citeline.core.answering import Answer, AskContext, ask
+from citeline.core.documents import Hit
 from citeline.core.embedding import Embedder, LlamaEmbedder
 from citeline.core.generation import Generator, LlamaGenerator
 from citeline.core.index import DocumentIndex, IndexIdentity
-from citeline.core.ingest import IngestReport, Ingestor, ProgressCallback, plan_changes
+from citeline.core.ingest import Ingestor, IngestReport, ProgressCallback, plan_changes
 from citeline.core.records import record_ask
 from citeline.core.retrieval import Retriever
 from citeline.settings import EmbeddingSettings, GenerationSettings, Settings
@@ -59,6 +60,15 @@ def make_generator(settings: GenerationSettings) -> Generator:
     return LlamaGenerator(
         path, context_size=settings.context_size, n_threads=settings.threads or None
     )
+
+
+def generation_model_name(settings: GenerationSettings) -> str:
+    """The generation model's file name, known without loading it."""
+    if settings.model:
+        return Path(settings.model).expanduser().name
+    from citeline.models.smollm import GENERATOR_FILE_NAME
+
+    return GENERATOR_FILE_NAME
 
 
 @dataclass
@@ -109,9 +119,12 @@ class Workspace:
         on_token: Callable[[str], None] | None = None,
         cancelled: Callable[[], bool] | None = None,
         generator: Callable[[], Generator] | None = None,
+        retrieve: Callable[[str, int], list[Hit]] | None = None,
     ) -> Answer:
+        """Answer ``question``; ``retrieve`` replaces this folder's own search (the
+        language server runs retrieval on the thread that owns the embedder)."""
         context = AskContext(
-            retrieve=self.retriever.search,
+            retrieve=retrieve or self.retriever.search,
             generator=generator or self.generator,
             settings=self.settings.answer,
             on_token=on_token,

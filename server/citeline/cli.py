@@ -105,6 +105,19 @@ def _run_index(args: argparse.Namespace) -> int:
     return 0
 
 
+def _update_first(workspace, args: argparse.Namespace) -> None:  # type: ignore[no-untyped-def]
+    """Bring the index up to date before answering: cheap when nothing changed."""
+    if args.no_update:
+        return
+    bar = _ProgressBar("indexing")
+    try:
+        report = workspace.update(progress=bar)
+    finally:
+        bar.close()
+    for path, message in report.errors:
+        log.warning("%s: %s", path, message)
+
+
 def _location(hit: dict[str, object]) -> str:
     if hit["page"] is not None:
         return f"{hit['path']} (page {hit['page']})"
@@ -116,8 +129,7 @@ def _location(hit: dict[str, object]) -> str:
 def _run_search(args: argparse.Namespace) -> int:
     workspace = _open(args)
     try:
-        if args.reindex:
-            workspace.update()
+        _update_first(workspace, args)
         hits = workspace.retriever.search(args.query, k=args.k or workspace.settings.search.top_k)
     finally:
         workspace.close()
@@ -151,9 +163,7 @@ def _run_status(args: argparse.Namespace) -> int:
             "last_update": (
                 time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(last)) if last else None
             ),
-            "errors": [
-                {"path": p, "message": m} for p, m in workspace.index.store.file_errors()
-            ],
+            "errors": [{"path": p, "message": m} for p, m in workspace.index.store.file_errors()],
         }
     finally:
         workspace.close()
@@ -188,8 +198,7 @@ def _run_ask(args: argparse.Namespace) -> int:
         sys.stdout.flush()
 
     try:
-        if args.reindex:
-            workspace.update()
+        _update_first(workspace, args)
         answer = workspace.ask(args.question, on_token=None if args.json else on_token)
     finally:
         workspace.close()
@@ -304,21 +313,28 @@ def _run_eval(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(out, ensure_ascii=False))
         return 0
-    print(f"{out['dataset']}: {out['queries']} queries, {out['documents']} documents,"
-          f" {out['chunks']} chunks (indexed in {out['index_seconds']}s)")
+    print(
+        f"{out['dataset']}: {out['queries']} queries, {out['documents']} documents,"
+        f" {out['chunks']} chunks (indexed in {out['index_seconds']}s)"
+    )
     names = ["ndcg@10", "recall@5", "recall@10", "mrr@10", "hit@1", "hit@5", "hit@10"]
     print(f"{'method':8} " + " ".join(f"{n:>9}" for n in names) + f" {'p50 ms':>8} {'p95 ms':>8}")
     for method in runner.METHODS:
-        block = out[method]
-        assert isinstance(block, dict)
-        latency = block["latency"]
-        print(f"{method:8} " + " ".join(f"{block[n]:>9.4f}" for n in names)
-              + f" {latency['p50_ms']:>8.1f} {latency['p95_ms']:>8.1f}")
+        row = out[method]
+        assert isinstance(row, dict)
+        latency = row["latency"]
+        print(
+            f"{method:8} "
+            + " ".join(f"{row[n]:>9.4f}" for n in names)
+            + f" {latency['p50_ms']:>8.1f} {latency['p95_ms']:>8.1f}"
+        )
     refusal = out["refusal"]
     assert isinstance(refusal, dict)
-    print(f"refusal: answerable refused {refusal['answerable_refused']:.1%},"
-          f" relevant-removed refused {refusal['relevant_removed_refused']:.1%},"
-          f" off-topic refused {refusal['off_topic_refused']:.1%}")
+    print(
+        f"refusal: answerable refused {refusal['answerable_refused']:.1%},"
+        f" relevant-removed refused {refusal['relevant_removed_refused']:.1%},"
+        f" off-topic refused {refusal['off_topic_refused']:.1%}"
+    )
     if "answers" in out:
         print(f"answers: {json.dumps(out['answers'])}")
     return 0
@@ -332,7 +348,7 @@ def _cache_dir() -> Path:
     return (Path(xdg) if xdg else Path.home() / ".cache") / "citeline"
 
 
-DEMO_QUERY = "How does Citeline avoid embedding unchanged text again?"
+DEMO_QUERY = "Where does Citeline store its index?"
 
 
 def _samples_dir() -> Path:
@@ -340,15 +356,19 @@ def _samples_dir() -> Path:
 
 
 def _run_demo(args: argparse.Namespace) -> int:
+    """Index the bundled samples, search them, and answer a question with citations."""
     args.docs = args.docs or str(_samples_dir())
-    print(f"Indexing the sample documents in {args.docs} …", flush=True)
     args.json = False
+    args.no_update = True
+    print(f"$ citeline index --docs {args.docs}", flush=True)
     _run_index(args)
-    args.query = args.query or DEMO_QUERY
+    args.query = args.question or DEMO_QUERY
     args.k = 3
-    args.reindex = False
-    print(f"\n$ citeline search {args.query!r}\n", flush=True)
-    return _run_search(args)
+    print(f"\n$ citeline search {args.query!r}", flush=True)
+    _run_search(args)
+    args.question = args.query
+    print(f"\n$ citeline ask {args.question!r}", flush=True)
+    return _run_ask(args)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -373,14 +393,14 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("query")
     docs_option(p)
     p.add_argument("-k", type=int, default=0, help="number of results")
-    p.add_argument("--reindex", action="store_true", help="update the index first")
+    p.add_argument("--no-update", action="store_true", help="do not update the index first")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(run=_run_search)
 
     p = sub.add_parser("ask", help="answer a question from the documents, with citations")
     p.add_argument("question")
     docs_option(p)
-    p.add_argument("--reindex", action="store_true", help="update the index first")
+    p.add_argument("--no-update", action="store_true", help="do not update the index first")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(run=_run_ask)
 
@@ -390,9 +410,7 @@ def _parser() -> argparse.ArgumentParser:
     p.set_defaults(run=_run_status)
 
     p = sub.add_parser("serve", help="run the language server (LSP over stdio by default)")
-    p.add_argument(
-        "--docs", action="append", default=[], help="documents folder (repeatable)"
-    )
+    p.add_argument("--docs", action="append", default=[], help="documents folder (repeatable)")
     p.add_argument("--tcp", metavar="[HOST:]PORT", help="serve over TCP (default host 127.0.0.1)")
     p.add_argument("--log-file", help="also write the log to this file")
     p.set_defaults(run=_run_serve)
@@ -404,15 +422,20 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--docs", help="documents folder (for `questions`)")
     p.add_argument("--model", help="GGUF embedding model (default: bundled MiniLM)")
     p.add_argument("--limit", type=int, default=0, help="only the first N queries")
-    p.add_argument("--answers", type=int, default=0, metavar="N",
-                   help="also answer the first N questions and score the citations")
+    p.add_argument(
+        "--answers",
+        type=int,
+        default=0,
+        metavar="N",
+        help="also answer the first N questions and score the citations",
+    )
     p.add_argument("--work", help="where benchmark corpora are written and indexed")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(run=_run_eval)
 
-    p = sub.add_parser("demo", help="index the bundled sample documents and search them")
+    p = sub.add_parser("demo", help="index the bundled sample documents, search and ask them")
     docs_option(p, default=None)
-    p.add_argument("query", nargs="?", default=None)
+    p.add_argument("question", nargs="?", default=None)
     p.set_defaults(run=_run_demo)
     return parser
 

@@ -140,7 +140,7 @@ def merge(base: T, values: Mapping[str, Any], where: str, warnings: list[str]) -
         result = dataclasses.replace(result, preset="")
     if isinstance(result, ChunkSettings) and result.overlap_cost >= result.max_cost:
         warnings.append("chunking.overlap_cost must be smaller than max_cost; using defaults")
-        result = ChunkSettings()
+        return base
     return result
 
 
@@ -155,9 +155,7 @@ def read_settings_file(docs_root: Path, warnings: list[str]) -> Mapping[str, Any
         return {}
 
 
-def load_settings(
-    docs_root: Path, *overrides: Mapping[str, Any]
-) -> tuple[Settings, list[str]]:
+def load_settings(docs_root: Path, *overrides: Mapping[str, Any]) -> tuple[Settings, list[str]]:
     """Defaults < citeline.toml < each override in turn.  Returns (settings, warnings)."""
     warnings: list[str] = []
     settings = merge(Settings(), read_settings_file(docs_root, warnings), "", warnings)

@@ -5,8 +5,8 @@ from citeline.core.answering import (
     AnswerSettings,
     CitationFilter,
     build_messages,
-    clean_answer_text,
     cited_numbers,
+    clean_answer_text,
     detect_language,
     evidence_block,
     is_refusal,
@@ -52,7 +52,10 @@ def test_evidence_threshold_dedupe_and_whole_block_packing() -> None:
 
 
 def test_max_evidence_respected() -> None:
-    hits = [hit(i, f"distinct passage number {i} about topic {i * 7}", 0.9, path=f"{i}.md") for i in range(1, 9)]
+    hits = [
+        hit(i, f"distinct passage number {i} about topic {i * 7}", 0.9, path=f"{i}.md")
+        for i in range(1, 9)
+    ]
     evidence = select_evidence(hits, AnswerSettings(max_evidence=3), 10_000, words)
     assert [e.n for e in evidence] == [1, 2, 3]
 

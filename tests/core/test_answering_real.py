@@ -8,11 +8,11 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 import pytest
-from conftest import CountingEmbedder
 
 from citeline.app import ModelPool, Workspace, open_workspace
 from citeline.core.generation import Generator
 from citeline.settings import Settings
+from conftest import CountingEmbedder
 
 CORPUS = {
     "kitchen.md": (
@@ -58,7 +58,11 @@ class CountingGenerator:
         return self.inner.count_tokens(text)
 
     def stream_chat(
-        self, messages: Sequence[dict[str, str]], *, max_tokens: int, temperature: float,
+        self,
+        messages: Sequence[dict[str, str]],
+        *,
+        max_tokens: int,
+        temperature: float,
         should_stop: Callable[[], bool],
     ) -> Iterator[str]:
         self.calls += 1
@@ -88,7 +92,8 @@ def test_answerable_question_cites_the_chunk_that_holds_the_answer(
     gen = CountingGenerator(real_generator)
     streamed: list[str] = []
     answer = workspace.ask(
-        "How often must the coffee machine be descaled?", on_token=streamed.append,
+        "How often must the coffee machine be descaled?",
+        on_token=streamed.append,
         generator=lambda: gen,
     )
     assert gen.calls == 1 and answer.generator_called and not answer.refused
@@ -104,7 +109,10 @@ def test_answerable_question_cites_the_chunk_that_holds_the_answer(
     # the ask was recorded, with paths relative to the folder
     record = json.loads((workspace.index.index_dir / "asks.jsonl").read_text().splitlines()[-1])
     assert record["question"].startswith("How often")
-    assert record["models"]["generation"].endswith(".gguf") and "/" not in record["models"]["generation"]
+    assert (
+        record["models"]["generation"].endswith(".gguf")
+        and "/" not in record["models"]["generation"]
+    )
     assert all(not h["path"].startswith("/") for h in record["hits"])
     assert record["prompt"][1]["content"].count("[1]") >= 1
 
@@ -113,34 +121,42 @@ def test_off_topic_is_refused_without_calling_the_generator(
     workspace: Workspace, real_generator: Generator
 ) -> None:
     gen = CountingGenerator(real_generator)
-    answer = workspace.ask("What is the boiling point of liquid nitrogen on Mars?", generator=lambda: gen)
+    answer = workspace.ask(
+        "What is the boiling point of liquid nitrogen on Mars?", generator=lambda: gen
+    )
     assert gen.calls == 0 and not answer.generator_called
     assert answer.refused and answer.citations == []
     assert answer.text.startswith("The documents do not contain the answer")
     assert "kitchen.md" in answer.text or "security.md" in answer.text or "travel.md" in answer.text
 
 
-def test_chinese_off_topic_is_refused_in_chinese(workspace: Workspace, real_generator: Generator) -> None:
+def test_chinese_off_topic_is_refused_in_chinese(
+    workspace: Workspace, real_generator: Generator
+) -> None:
     gen = CountingGenerator(real_generator)
     answer = workspace.ask("火星上的液氮沸点是多少？", generator=lambda: gen)
     assert gen.calls == 0 and answer.refused and answer.language == "zh"
     assert answer.text.startswith("文档中没有这个问题的答案")
 
 
-def test_markers_to_missing_evidence_are_stripped(workspace: Workspace, real_generator: Generator) -> None:
+def test_markers_to_missing_evidence_are_stripped(
+    workspace: Workspace, real_generator: Generator
+) -> None:
     gen = CountingGenerator(real_generator, inject=" See also [7].")
     streamed: list[str] = []
     answer = workspace.ask(
         "How long must passwords be?", on_token=streamed.append, generator=lambda: gen
     )
     assert gen.calls == 1 and len(answer.evidence) <= 4
-    assert 7 > len(answer.evidence)
+    assert len(answer.evidence) < 7
     assert "[7]" not in answer.text and "[7]" not in "".join(streamed)
     assert "See also" in answer.text
     assert all(c.n in {e.n for e in answer.evidence} for c in answer.citations)
 
 
-def test_forced_timeout_returns_the_evidence(workspace: Workspace, real_generator: Generator) -> None:
+def test_forced_timeout_returns_the_evidence(
+    workspace: Workspace, real_generator: Generator
+) -> None:
     settings = dataclasses.replace(workspace.settings.answer, timeout_seconds=0.0)
     workspace.settings = dataclasses.replace(workspace.settings, answer=settings)
     gen = CountingGenerator(real_generator)

@@ -1,3 +1,5 @@
+import itertools
+
 from citeline.core.chunking import (
     ChunkSettings,
     chunk_document,
@@ -10,7 +12,11 @@ from citeline.core.documents import Block, SourceDocument
 
 def doc(*blocks: Block, title: str = "Guide", from_content: bool = True) -> SourceDocument:
     return SourceDocument(
-        path="guide.md", kind="markdown", title=title, blocks=blocks, title_from_content=from_content
+        path="guide.md",
+        kind="markdown",
+        title=title,
+        blocks=blocks,
+        title_from_content=from_content,
     )
 
 
@@ -20,7 +26,10 @@ def test_sections_never_share_a_chunk() -> None:
         Block("Set the proxy variable.", ("Guide", "Install", "Proxies"), 7, 7),
     )
     chunks = chunk_document(d, ChunkSettings())
-    assert [c.heading_path for c in chunks] == [("Guide", "Install"), ("Guide", "Install", "Proxies")]
+    assert [c.heading_path for c in chunks] == [
+        ("Guide", "Install"),
+        ("Guide", "Install", "Proxies"),
+    ]
     assert [c.section for c in chunks] == ["Guide > Install", "Guide > Install > Proxies"]
     assert [(c.start_line, c.end_line) for c in chunks] == [(3, 3), (7, 7)]
     assert [c.ordinal for c in chunks] == [0, 1]
@@ -49,7 +58,7 @@ def test_long_section_windows_end_at_sentences_with_overlap_and_exact_lines() ->
         assert first == lines[c.start_line - 10]
         assert last == lines[c.end_line - 10]
     # consecutive windows overlap by at least one sentence, and cover everything
-    for a, b in zip(chunks, chunks[1:], strict=False):
+    for a, b in itertools.pairwise(chunks):
         assert b.start_line <= a.end_line
     assert chunks[0].start_line == 10 and chunks[-1].end_line == 69
 
@@ -110,11 +119,17 @@ def test_embedding_text_has_context_but_stored_text_is_original() -> None:
 
 
 def test_file_name_titles_stay_out_of_the_embedding() -> None:
-    a = chunk_document(doc(Block("Same text.", (), 1, 1), title="a", from_content=False), ChunkSettings())
-    b = chunk_document(doc(Block("Same text.", (), 1, 1), title="b", from_content=False), ChunkSettings())
+    a = chunk_document(
+        doc(Block("Same text.", (), 1, 1), title="a", from_content=False), ChunkSettings()
+    )
+    b = chunk_document(
+        doc(Block("Same text.", (), 1, 1), title="b", from_content=False), ChunkSettings()
+    )
     settings = ChunkSettings()
     assert embedding_text(a[0], settings) == "Same text."
-    assert embedding_key(embedding_text(a[0], settings)) == embedding_key(embedding_text(b[0], settings))
+    assert embedding_key(embedding_text(a[0], settings)) == embedding_key(
+        embedding_text(b[0], settings)
+    )
 
 
 def test_title_equal_to_first_heading_is_not_repeated() -> None:

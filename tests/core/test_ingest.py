@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pymupdf
 import pytest
-from conftest import SAMPLES, CountingEmbedder
 
 from citeline.app import ModelPool, Workspace, open_workspace
 from citeline.core.chunking import ChunkSettings
 from citeline.settings import EmbeddingSettings, Settings
+from conftest import SAMPLES, CountingEmbedder
 
 
 def paragraph(topic: str, n: int) -> str:
@@ -24,13 +24,28 @@ def paragraph(topic: str, n: int) -> str:
 def long_markdown(topics: list[str]) -> str:
     parts = ["# Handbook", ""]
     for i, topic in enumerate(topics):
-        parts += [f"## Section {i}: {topic}", "", paragraph(topic, i), "", paragraph(topic, i + 100), ""]
+        parts += [
+            f"## Section {i}: {topic}",
+            "",
+            paragraph(topic, i),
+            "",
+            paragraph(topic, i + 100),
+            "",
+        ]
     return "\n".join(parts)
 
 
 TOPICS = [
-    "backups", "proxies", "certificates", "logging", "upgrades", "caching",
-    "permissions", "monitoring", "scheduling", "rollbacks",
+    "backups",
+    "proxies",
+    "certificates",
+    "logging",
+    "upgrades",
+    "caching",
+    "permissions",
+    "monitoring",
+    "scheduling",
+    "rollbacks",
 ]
 
 
@@ -44,7 +59,9 @@ def docs(tmp_path: Path) -> Path:
     root = tmp_path / "docs"
     root.mkdir()
     (root / "handbook.md").write_text(long_markdown(TOPICS))
-    (root / "notes.txt").write_text("Plain notes about the coffee machine.\n\nDescale it monthly.\n")
+    (root / "notes.txt").write_text(
+        "Plain notes about the coffee machine.\n\nDescale it monthly.\n"
+    )
     (root / "page.html").write_text(
         "<html><head><title>Ops page</title><script>var x=1;</script></head><body>"
         "<nav>Home | About</nav><h1>Ops</h1>\n<p>The pager rotation changes every Monday.</p>"
@@ -56,7 +73,9 @@ def docs(tmp_path: Path) -> Path:
     return root
 
 
-def test_cold_then_no_change_then_one_paragraph_edit(docs: Path, embedder: CountingEmbedder) -> None:
+def test_cold_then_no_change_then_one_paragraph_edit(
+    docs: Path, embedder: CountingEmbedder
+) -> None:
     ws = open_ws(docs, embedder)
     first = ws.update()
     assert first.errors == []
@@ -70,7 +89,9 @@ def test_cold_then_no_change_then_one_paragraph_edit(docs: Path, embedder: Count
 
     handbook = docs / "handbook.md"
     text = handbook.read_text()
-    edited = text.replace("Paragraph 4 explains upgrades", "Paragraph 4 explains zero-downtime upgrades")
+    edited = text.replace(
+        "Paragraph 4 explains upgrades", "Paragraph 4 explains zero-downtime upgrades"
+    )
     assert edited != text
     handbook.write_text(edited)
     before = embedder.embedded
@@ -83,7 +104,9 @@ def test_cold_then_no_change_then_one_paragraph_edit(docs: Path, embedder: Count
     ws.close()
 
 
-def test_rename_embeds_nothing_and_delete_disappears(docs: Path, embedder: CountingEmbedder) -> None:
+def test_rename_embeds_nothing_and_delete_disappears(
+    docs: Path, embedder: CountingEmbedder
+) -> None:
     ws = open_ws(docs, embedder)
     ws.update()
     (docs / "guides").mkdir()
@@ -136,7 +159,9 @@ def test_bad_files_are_errors_and_the_rest_indexes(docs: Path, embedder: Countin
     ws.close()
 
 
-def test_changing_chunking_rechunks_but_reuses_vectors(docs: Path, embedder: CountingEmbedder) -> None:
+def test_changing_chunking_rechunks_but_reuses_vectors(
+    docs: Path, embedder: CountingEmbedder
+) -> None:
     ws = open_ws(docs, embedder)
     cold = ws.update()
     ws.close()
@@ -170,7 +195,9 @@ def test_samples_index_cleanly(tmp_path: Path, embedder: CountingEmbedder) -> No
     ws = open_ws(docs, embedder)
     report = ws.update()
     assert report.errors == []
-    assert report.files == len([p for p in docs.rglob("*") if p.is_file() and ".citeline" not in p.parts])
+    assert report.files == len(
+        [p for p in docs.rglob("*") if p.is_file() and ".citeline" not in p.parts]
+    )
     hit = ws.retriever.search("What happens when a PDF is encrypted?", k=3)
     assert any(h.chunk.path in {"troubleshooting.md", "citeline-guide.pdf"} for h in hit)
     ws.close()

@@ -21,14 +21,25 @@ def test_replace_file_swaps_chunks_and_bumps_generation(tmp_path: Path) -> None:
     store = Store(tmp_path / "s.db")
     g0 = store.generation
     removed, added = store.replace_file(
-        path="a.md", kind="markdown", title="T", content_hash="h1", size=1, mtime_ns=1,
+        path="a.md",
+        kind="markdown",
+        title="T",
+        content_hash="h1",
+        size=1,
+        mtime_ns=1,
         chunks=[NewChunk(chunk("one"), "k1"), NewChunk(chunk("two", 1), "k2")],
         new_vectors={"k1": vec(1), "k2": vec(2)},
     )
     assert removed == [] and len(added) == 2 and store.generation == g0 + 1
     removed2, added2 = store.replace_file(
-        path="a.md", kind="markdown", title="T", content_hash="h2", size=1, mtime_ns=2,
-        chunks=[NewChunk(chunk("one"), "k1")], new_vectors={},
+        path="a.md",
+        kind="markdown",
+        title="T",
+        content_hash="h2",
+        size=1,
+        mtime_ns=2,
+        chunks=[NewChunk(chunk("one"), "k1")],
+        new_vectors={},
     )
     assert sorted(removed2) == sorted(added) and len(added2) == 1
     assert store.counts() == (1, 1)
@@ -42,13 +53,25 @@ def test_replace_file_swaps_chunks_and_bumps_generation(tmp_path: Path) -> None:
 def test_failed_transaction_leaves_old_version(tmp_path: Path) -> None:
     store = Store(tmp_path / "s.db")
     store.replace_file(
-        path="a.md", kind="markdown", title="T", content_hash="h1", size=1, mtime_ns=1,
-        chunks=[NewChunk(chunk("one"), "k1")], new_vectors={"k1": vec(1)},
+        path="a.md",
+        kind="markdown",
+        title="T",
+        content_hash="h1",
+        size=1,
+        mtime_ns=1,
+        chunks=[NewChunk(chunk("one"), "k1")],
+        new_vectors={"k1": vec(1)},
     )
     with pytest.raises(KeyError):
         store.replace_file(
-            path="a.md", kind="markdown", title="T", content_hash="h2", size=1, mtime_ns=2,
-            chunks=[NewChunk(chunk("new"), "k9")], new_vectors={"k9": {}["boom"]},  # type: ignore[index]
+            path="a.md",
+            kind="markdown",
+            title="T",
+            content_hash="h2",
+            size=1,
+            mtime_ns=2,
+            chunks=[NewChunk(chunk("new"), "k9")],
+            new_vectors={"k9": {}["boom"]},  # type: ignore[index]
         )
     files = store.files()
     assert files["a.md"].content_hash == "h1" and store.counts() == (1, 1)
@@ -57,8 +80,15 @@ def test_failed_transaction_leaves_old_version(tmp_path: Path) -> None:
 def test_errors_and_removal(tmp_path: Path) -> None:
     store = Store(tmp_path / "s.db")
     store.replace_file(
-        path="bad.pdf", kind="unknown", title="bad.pdf", content_hash="h", size=1, mtime_ns=1,
-        chunks=[], new_vectors={}, error="PDF is encrypted",
+        path="bad.pdf",
+        kind="unknown",
+        title="bad.pdf",
+        content_hash="h",
+        size=1,
+        mtime_ns=1,
+        chunks=[],
+        new_vectors={},
+        error="PDF is encrypted",
     )
     assert store.file_errors() == [("bad.pdf", "PDF is encrypted")]
     assert store.counts() == (0, 0)

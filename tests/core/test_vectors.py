@@ -24,7 +24,12 @@ def test_remove_and_search_by_chunk_id() -> None:
 def test_stale_or_missing_file_is_rebuilt_from_store(tmp_path: Path) -> None:
     store = Store(tmp_path / "s.db")
     _, ids = store.replace_file(
-        path="a.md", kind="markdown", title="T", content_hash="h", size=1, mtime_ns=1,
+        path="a.md",
+        kind="markdown",
+        title="T",
+        content_hash="h",
+        size=1,
+        mtime_ns=1,
         chunks=[NewChunk(Chunk("a.md", "T", (), "x", 1, 1, None, 0), "k")],
         new_vectors={"k": unit([0, 0, 1])},
     )
@@ -36,5 +41,5 @@ def test_stale_or_missing_file_is_rebuilt_from_store(tmp_path: Path) -> None:
     assert VectorIndex.open(path, store, 3).ids() == set()
     # a garbage file is rebuilt too
     path.write_bytes(b"garbage")
-    (tmp_path / "v.faiss.json").write_text('{"generation": %d}' % store.generation)
+    (tmp_path / "v.faiss.json").write_text(f'{{"generation": {store.generation}}}')
     assert len(VectorIndex.open(path, store, 3)) == 0

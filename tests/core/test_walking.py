@@ -38,7 +38,11 @@ def test_gitignore_and_citelineignore_rules(tmp_path: Path) -> None:
         "sub/root-only.md",
     ]:
         write(tmp_path, rel)
-    write(tmp_path, ".gitignore", "drafts/\nbuild\n# comment\nlogs/*\n!logs/important.txt\n/root-only.md\n")
+    write(
+        tmp_path,
+        ".gitignore",
+        "drafts/\nbuild\n# comment\nlogs/*\n!logs/important.txt\n/root-only.md\n",
+    )
     write(tmp_path, ".citelineignore", "**/tmp.md\n")
     write(tmp_path, "notes/.gitignore", "secret.md\n")
     assert found(tmp_path) == [

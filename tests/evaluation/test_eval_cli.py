@@ -15,7 +15,9 @@ BLOCK_KEYS = {"ndcg@10", "recall@5", "mrr@10", "hit@5", "latency"}
 
 
 def run_eval(*args: str) -> dict[str, object]:
-    proc = subprocess.run([*CLI, "eval", *args, "--json"], capture_output=True, text=True, timeout=900)
+    proc = subprocess.run(
+        [*CLI, "eval", *args, "--json"], capture_output=True, text=True, timeout=900
+    )
     assert proc.returncode == 0, proc.stderr
     result = json.loads(proc.stdout)
     assert isinstance(result, dict)
@@ -25,14 +27,16 @@ def run_eval(*args: str) -> dict[str, object]:
 def check_blocks(result: dict[str, object]) -> None:
     for method in ("dense", "keyword", "hybrid"):
         block = result[method]
-        assert isinstance(block, dict) and BLOCK_KEYS <= set(block)
+        assert isinstance(block, dict) and set(block) >= BLOCK_KEYS
         for key in ("ndcg@10", "recall@5", "mrr@10", "hit@5"):
             assert 0.0 <= block[key] <= 1.0
         assert block["latency"]["p50_ms"] > 0
 
 
 def test_beir_slice(tmp_path: Path) -> None:
-    result = run_eval("beir", str(FIXTURES / "scifact-slice"), "--split", "train", "--work", str(tmp_path))
+    result = run_eval(
+        "beir", str(FIXTURES / "scifact-slice"), "--split", "train", "--work", str(tmp_path)
+    )
     assert result["queries"] == 15 and result["documents"] == 57
     check_blocks(result)
     # on a 57-document slice every method should find most cited abstracts
@@ -40,8 +44,13 @@ def test_beir_slice(tmp_path: Path) -> None:
         assert result[method]["hit@5"] >= 0.8, result[method]
     assert result["hybrid"]["ndcg@10"] >= 0.7
     # a second run reuses the index: nothing is embedded again
-    again = run_eval("beir", str(FIXTURES / "scifact-slice"), "--split", "train", "--work", str(tmp_path))
-    assert again["embedded"] == 0 and again["hybrid"] == {**result["hybrid"], "latency": again["hybrid"]["latency"]}
+    again = run_eval(
+        "beir", str(FIXTURES / "scifact-slice"), "--split", "train", "--work", str(tmp_path)
+    )
+    assert again["embedded"] == 0 and again["hybrid"] == {
+        **result["hybrid"],
+        "latency": again["hybrid"]["latency"],
+    }
 
 
 def test_squad_slice_chinese(tmp_path: Path) -> None:
@@ -59,9 +68,17 @@ def test_squad_slice_chinese(tmp_path: Path) -> None:
 def test_own_questions_file(tmp_path: Path) -> None:
     questions = tmp_path / "questions.jsonl"
     questions.write_text(
-        json.dumps({"question": "What happens when a PDF is encrypted?",
-                    "sources": ["troubleshooting.md", "citeline-guide.pdf#page=4"]}) + "\n"
-        + json.dumps({"question": "索引保存在哪里？", "sources": ["zh/常见问题.md"]}, ensure_ascii=False) + "\n"
+        json.dumps(
+            {
+                "question": "What happens when a PDF is encrypted?",
+                "sources": ["troubleshooting.md", "citeline-guide.pdf#page=4"],
+            }
+        )
+        + "\n"
+        + json.dumps(
+            {"question": "索引保存在哪里？", "sources": ["zh/常见问题.md"]}, ensure_ascii=False
+        )
+        + "\n"
     )
     import shutil
 

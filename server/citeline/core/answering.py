@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from citeline.core.documents import Hit
@@ -53,7 +53,7 @@ _HANGUL = re.compile(r"[\uac00-\ud7af]")
 
 
 def detect_language(text: str) -> str:
-    """"zh", "ja", "ko" or "en": enough to answer and refuse in the asker's language."""
+    """ "zh", "ja", "ko" or "en": enough to answer and refuse in the asker's language."""
     if _KANA.search(text):
         return "ja"
     if _HANGUL.search(text):
@@ -185,11 +185,15 @@ def evidence_label(hit: Hit, language: str) -> str:
     if c.section:
         parts.append(f"§ {c.section}")
     if c.page is not None:
-        parts.append(message(language, "page").format(n=c.page) if language == "zh" else f"page {c.page}")
+        parts.append(
+            message(language, "page").format(n=c.page) if language == "zh" else f"page {c.page}"
+        )
     elif c.start_line is not None:
         lines = message(language, "lines")
         parts.append(
-            f"{c.start_line}-{c.end_line}{lines}" if language == "zh" else f"{lines} {c.start_line}-{c.end_line}"
+            f"{c.start_line}-{c.end_line}{lines}"
+            if language == "zh"
+            else f"{lines} {c.start_line}-{c.end_line}"
         )
     return ", ".join(parts)
 
@@ -242,9 +246,13 @@ _SYSTEM = (
 )
 
 
-def build_messages(question: str, evidence: Sequence[Evidence], language: str) -> list[dict[str, str]]:
+def build_messages(
+    question: str, evidence: Sequence[Evidence], language: str
+) -> list[dict[str, str]]:
     blocks = "\n\n".join(evidence_block(e.n, e.hit, language) for e in evidence)
-    system = _SYSTEM.format(refusal=REFUSAL_SENTENCE, language=LANGUAGE_NAMES.get(language, "English"))
+    system = _SYSTEM.format(
+        refusal=REFUSAL_SENTENCE, language=LANGUAGE_NAMES.get(language, "English")
+    )
     user = f"Evidence:\n\n{blocks}\n\nQuestion: {question.strip()}"
     return [{"role": "system", "content": system}, {"role": "user", "content": user}]
 
@@ -345,7 +353,9 @@ def evidence_list_text(evidence: Sequence[Evidence], language: str, header_key: 
     for e in evidence:
         snippet = " ".join(e.hit.chunk.text.split())
         snippet = snippet[:200] + ("…" if len(snippet) > 200 else "")
-        lines.append(f"[{e.n}] {evidence_label(e.hit, language)} ({_strength(e.hit):.2f}): {snippet}")
+        lines.append(
+            f"[{e.n}] {evidence_label(e.hit, language)} ({_strength(e.hit):.2f}): {snippet}"
+        )
     return "\n".join(lines)
 
 
@@ -447,28 +457,62 @@ def ask(question: str, ctx: AskContext) -> Answer:
             ctx.on_token("\n\n" + listing)
         citations = [citation_for(e, cited=False) for e in evidence]
         return Answer(
-            question, language, listing, False, True, citations, hits, evidence,
-            prompt=messages, degraded=reason, timings=timings,
+            question,
+            language,
+            listing,
+            False,
+            True,
+            citations,
+            hits,
+            evidence,
+            prompt=messages,
+            degraded=reason,
+            timings=timings,
         )
     if is_refusal(text) or not text:
         refusal = message(language, "model_refused") if text else message(language, "refusal")
         return Answer(
-            question, language, text or refusal, True, True, [], hits, evidence,
-            prompt=messages, timings=timings,
+            question,
+            language,
+            text or refusal,
+            True,
+            True,
+            [],
+            hits,
+            evidence,
+            prompt=messages,
+            timings=timings,
         )
     numbers = [n for n in cited_numbers(text) if n in valid]
     by_n = {e.n: e for e in evidence}
     if numbers:
         citations = [citation_for(by_n[n], cited=True) for n in numbers]
         return Answer(
-            question, language, text, False, True, citations, hits, evidence,
-            prompt=messages, timings=timings,
+            question,
+            language,
+            text,
+            False,
+            True,
+            citations,
+            hits,
+            evidence,
+            prompt=messages,
+            timings=timings,
         )
     listing = evidence_list_text(evidence, language, "uncited")
     if ctx.on_token:
         ctx.on_token("\n\n" + listing)
     citations = [citation_for(e, cited=False) for e in evidence]
     return Answer(
-        question, language, f"{text}\n\n{listing}", False, True, citations, hits, evidence,
-        prompt=messages, degraded="uncited", timings=timings,
+        question,
+        language,
+        f"{text}\n\n{listing}",
+        False,
+        True,
+        citations,
+        hits,
+        evidence,
+        prompt=messages,
+        degraded="uncited",
+        timings=timings,
     )

@@ -21,7 +21,9 @@ from dataclasses import dataclass
 
 from citeline.core.documents import SECTION_SEPARATOR, Block, Chunk, SourceDocument
 
-_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\uff00-\uffef]")
+_CJK = re.compile(
+    r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\uff00-\uffef]"
+)
 # A sentence ends after . ! ? (followed by whitespace) or after a CJK full stop,
 # exclamation, question mark or semicolon (no space needed).
 _SENTENCE_END = re.compile(r"(?<=[.!?])[\"')\]]*\s+|(?<=[。！？；])[”’」』）]*")

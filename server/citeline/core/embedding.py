@@ -20,7 +20,9 @@ import hashlib
 import json
 import logging
 import os
+import re
 import threading
+import unicodedata
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Protocol
@@ -92,6 +94,94 @@ class Embedder(Protocol):
     def count_tokens(self, text: str) -> int:
         """Tokens ``text`` occupies, excluding special tokens and any prefix."""
         ...
+
+
+# --------------------------------------------------------------------------------------
+# WordPiece (BERT) input compatibility
+# --------------------------------------------------------------------------------------
+
+# HF's WordPiece turns any word longer than this (in characters) into [UNK].
+_WORDPIECE_MAX_WORD_CHARS = 100
+_LONG_RUN = re.compile(rf"\S{{{_WORDPIECE_MAX_WORD_CHARS + 1},}}")
+_ASCII_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+_KEEP_CONTROLS = frozenset("\t\n\r")
+# HF's clean_text deletes control, format, private-use (and surrogate) characters;
+# unassigned code points (Cn) stay and become [UNK].
+_REMOVED_CATEGORIES = frozenset({"Cc", "Cf", "Co", "Cs"})
+
+
+def _is_bert_punctuation(char: str) -> bool:
+    code = ord(char)
+    if 33 <= code <= 47 or 58 <= code <= 64 or 91 <= code <= 96 or 123 <= code <= 126:
+        return True
+    return unicodedata.category(char).startswith("P")
+
+
+def _is_cjk(code: int) -> bool:
+    return (
+        0x4E00 <= code <= 0x9FFF
+        or 0x3400 <= code <= 0x4DBF
+        or 0x20000 <= code <= 0x2A6DF
+        or 0x2A700 <= code <= 0x2B73F
+        or 0x2B740 <= code <= 0x2B81F
+        or 0x2B920 <= code <= 0x2CEAF
+        or 0xF900 <= code <= 0xFAFF
+        or 0x2F800 <= code <= 0x2FA1F
+    )
+
+
+def _unk_long_words(run: str, unk: str) -> str:
+    """Replace each BERT word of ``run`` (no whitespace) longer than 100 chars by ``unk``."""
+    parts: list[str] = []
+    word: list[str] = []
+    length = 0
+
+    def flush() -> None:
+        nonlocal length
+        if word:
+            too_long = length > _WORDPIECE_MAX_WORD_CHARS
+            parts.append(f" {unk} " if too_long else "".join(word))
+            word.clear()
+            length = 0
+
+    for char in run:
+        if _is_bert_punctuation(char) or _is_cjk(ord(char)):
+            flush()
+            parts.append(char)
+        else:
+            word.append(char)
+            length += 1
+    flush()
+    return "".join(parts)
+
+
+def wordpiece_compatible(text: str, *, strip_accents: bool, unk: str = "[UNK]") -> str:
+    """Rewrite ``text`` so llama.cpp's WPM tokenizer produces HF BertTokenizer's ids.
+
+    This applies the parts of HF's BertNormalizer and WordPiece that llama.cpp gets
+    wrong: deleting control, format and private-use characters (llama.cpp treats some
+    as spaces); with ``strip_accents``, NFD then deleting nonspacing marks (Mn) only
+    (llama.cpp's NFD leaves Hangul syllables whole, and it also deletes spacing and
+    enclosing marks such as Devanagari vowel signs); and mapping words longer than 100
+    characters to [UNK] (llama.cpp splits them).  Lowercasing, punctuation and CJK
+    splitting are left to llama.cpp, which matches HF there.  The embedder loads BERT
+    models with llama.cpp's own accent stripping switched off, since it is done here.
+    """
+    if text.isascii():
+        text = _ASCII_CONTROL.sub("", text)
+    else:
+        if strip_accents:
+            text = unicodedata.normalize("NFD", text)
+        removed = _REMOVED_CATEGORIES | {"Mn"} if strip_accents else _REMOVED_CATEGORIES
+        text = "".join(
+            char
+            for char in text
+            if char in _KEEP_CONTROLS
+            or (unicodedata.category(char) not in removed and char != "\ufffd")
+        )
+    if _LONG_RUN.search(text):
+        text = _LONG_RUN.sub(lambda match: _unk_long_words(match.group(0), unk), text)
+    return text
 
 
 # --------------------------------------------------------------------------------------
@@ -223,6 +313,15 @@ class LlamaEmbedder:
             # Weight repacking buffers select AMX kernels on CPUs that advertise AMX;
             # on some of those machines they fault (SIGILL).  Plain buffers are safe.
             params.use_extra_bufts = False
+        # Accent stripping for BERT (WPM) tokenizers happens in wordpiece_compatible, the
+        # way HF does it; llama.cpp's version also deletes spacing marks.  The key only
+        # affects WPM tokenizers.
+        overrides = (llama_cpp.llama_model_kv_override * 2)()
+        overrides[0].key = b"tokenizer.ggml.normalizer.strip_accents"
+        overrides[0].tag = llama_cpp.LLAMA_KV_OVERRIDE_TYPE_BOOL
+        overrides[0].value.val_bool = False
+        overrides[1].key = b""
+        params.kv_overrides = overrides
         _recent_log.clear()
         model = llama_cpp.llama_model_load_from_file(str(self._path).encode("utf-8"), params)
         if not model:
@@ -277,9 +376,14 @@ class LlamaEmbedder:
         # Each text must fit one micro-batch (non-causal attention needs the whole
         # sequence at once); a context at the training length measured fastest.
         n_ctx = max(max_tokens, min(n_ctx_train, MIN_CONTEXT))
-        n_seq_max = min(n_ctx, int(llama_cpp.llama_max_parallel_sequences()))
+        n_ctx = -(-n_ctx // 64) * 64
+        # llama.cpp aborts (GGML_ASSERT in its mean-pooling graph) when n_seq_max does
+        # not divide the micro-batch size, so take the largest divisor of n_ctx.
+        cap = min(n_ctx, int(llama_cpp.llama_max_parallel_sequences()))
+        n_seq_max = max(d for d in range(1, cap + 1) if n_ctx % d == 0)
+        self._max_group = n_seq_max
         if max_sequences_per_decode is not None:
-            n_seq_max = min(n_seq_max, max_sequences_per_decode)
+            self._max_group = min(n_seq_max, max_sequences_per_decode)
         threads = n_threads if n_threads and n_threads > 0 else _available_cpus()
 
         params = llama_cpp.llama_context_default_params()
@@ -316,6 +420,16 @@ class LlamaEmbedder:
         self._n_seq_max = n_seq_max
         self._max_tokens = max_tokens
         self._n_threads = threads
+
+        # llama.cpp's BERT tokenizer needs its input adjusted to match HF's exactly.
+        self._wordpiece = self._meta("tokenizer.ggml.model") == "bert"
+        lowercase = self._meta("tokenizer.ggml.normalizer.lowercase") != "false"
+        strip = self._meta("tokenizer.ggml.normalizer.strip_accents")
+        self._strip_accents = lowercase if strip is None else strip == "true"
+        unk_id = int(self._meta("tokenizer.ggml.unknown_token_id") or 100)
+        n_vocab = int(llama_cpp.llama_vocab_n_tokens(self._vocab))
+        unk_text = llama_cpp.llama_vocab_get_text(self._vocab, unk_id) if unk_id < n_vocab else b""
+        self._unk_text = (unk_text or b"[UNK]").decode("utf-8", errors="replace")
 
         # Which special tokens does the tokenizer add around a text?
         with_special = self._tokenize("a", add_special=True)
@@ -372,6 +486,7 @@ class LlamaEmbedder:
             "pooling": _POOLING_NAMES[self._pooling],
             "dimension": self._dim,
             "normalised": True,
+            "wordpiece_compat": 2 if self._wordpiece else 0,
         }
         blob = json.dumps(payload, sort_keys=True).encode("utf-8")
         return hashlib.sha256(blob).hexdigest()[:32]
@@ -414,16 +529,23 @@ class LlamaEmbedder:
     # ---------------------------------------------------------------- tokens
 
     def _tokenize(self, text: str, *, add_special: bool) -> list[int]:
+        """Token ids as the model's own (HF) tokenizer would produce them.
+
+        Special-token text such as ``[SEP]`` in the input is parsed as that token, as
+        sentence-transformers does.
+        """
         llama_cpp = self._llama
+        if self._wordpiece:
+            text = wordpiece_compatible(text, strip_accents=self._strip_accents, unk=self._unk_text)
         data = text.encode("utf-8", errors="replace")
         capacity = len(data) + 16
         buf = (llama_cpp.llama_token * capacity)()
         tokenize = llama_cpp.llama_tokenize
-        n = int(tokenize(self._vocab, data, len(data), buf, capacity, add_special, False))
+        n = int(tokenize(self._vocab, data, len(data), buf, capacity, add_special, True))
         if n < 0:
             capacity = -n
             buf = (llama_cpp.llama_token * capacity)()
-            n = int(tokenize(self._vocab, data, len(data), buf, capacity, add_special, False))
+            n = int(tokenize(self._vocab, data, len(data), buf, capacity, add_special, True))
             if n < 0:
                 raise EmbeddingError(f"{self.name}: tokenization failed ({n})")
         return list(buf[:n])
@@ -477,7 +599,7 @@ class LlamaEmbedder:
         used = 0
         for index in order:
             size = len(token_lists[index])
-            if group and (used + size > self._n_ctx or len(group) >= self._n_seq_max):
+            if group and (used + size > self._n_ctx or len(group) >= self._max_group):
                 self._decode(group, token_lists, out)
                 group, used = [], 0
             group.append(index)

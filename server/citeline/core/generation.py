@@ -9,6 +9,7 @@ objects must be used from one thread.
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, Protocol
@@ -69,10 +70,12 @@ class LlamaGenerator:
 
             if "use_extra_bufts" in inspect.signature(Llama.__init__).parameters:
                 kwargs["use_extra_bufts"] = False  # AMX faults on some CPUs
+            threads = n_threads or len(os.sched_getaffinity(0))
             self._llm = Llama(
                 model_path=str(model_path),
                 n_ctx=context_size,
-                n_threads=n_threads,
+                n_threads=threads,
+                n_threads_batch=threads,
                 seed=seed,
                 verbose=False,
                 **kwargs,

@@ -83,9 +83,7 @@ class DocumentIndex:
             self.vectors = VectorIndex.open(self.vectors_path, self.store, self.identity.dimension)
             self._loaded_generation = self.store.generation
 
-    def apply(
-        self, removed: list[int], added: list[int], vectors: npt.NDArray[np.float32]
-    ) -> None:
+    def apply(self, removed: list[int], added: list[int], vectors: npt.NDArray[np.float32]) -> None:
         """Mirror a committed store change in the in-memory vector index."""
         self.vectors.remove(removed)
         self.vectors.add(np.asarray(added, dtype=np.int64), vectors)

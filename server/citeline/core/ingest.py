@@ -75,9 +75,7 @@ class IngestReport:
         }
 
 
-def plan_changes(
-    index: DocumentIndex, only: Iterable[str] | None = None
-) -> Plan:
+def plan_changes(index: DocumentIndex, only: Iterable[str] | None = None) -> Plan:
     """What differs between the folder and the store.
 
     ``only`` limits the plan to some relative paths (a saved file, a watcher
@@ -243,9 +241,7 @@ class Ingestor:
             fresh = dict(zip(missing.keys(), vectors, strict=True))
         for prepared in batch:
             new_for_file = {
-                c.vector_key: fresh[c.vector_key]
-                for c in prepared.chunks
-                if c.vector_key in fresh
+                c.vector_key: fresh[c.vector_key] for c in prepared.chunks if c.vector_key in fresh
             }
             removed, added = store.replace_file(
                 path=prepared.rel,
@@ -263,9 +259,11 @@ class Ingestor:
                 cached[key] = vector
                 fresh.pop(key, None)
                 report.embedded += 1
-            vectors_for_chunks = np.stack(
-                [cached[c.vector_key] for c in prepared.chunks]
-            ) if prepared.chunks else np.zeros((0, dim), np.float32)
+            vectors_for_chunks = (
+                np.stack([cached[c.vector_key] for c in prepared.chunks])
+                if prepared.chunks
+                else np.zeros((0, dim), np.float32)
+            )
             self.index.apply(removed, added, vectors_for_chunks)
             report.reused += len(prepared.chunks) - len(new_for_file)
             report.removed += max(0, len(removed) - len(added))

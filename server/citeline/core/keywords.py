@@ -23,17 +23,48 @@ import snowballstemmer
 
 VERSION = "kw1"
 
-_CJK_RUN = re.compile(
-    r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]+"
-)
+_CJK_RUN = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]+")
 # A word, or words joined by identifier punctuation.
 _TOKEN = re.compile(r"[^\W_]+(?:[-_./:]+[^\W_]+)*", re.UNICODE)
 _PART = re.compile(r"[^\W_]+", re.UNICODE)
 
 # Lucene's English stop words (what BM25 baselines use).
 STOP_WORDS = frozenset(
-    "a an and are as at be but by for if in into is it no not of on or such that the their "
-    "then there these they this to was will with".split()
+    [
+        "a",
+        "an",
+        "and",
+        "are",
+        "as",
+        "at",
+        "be",
+        "but",
+        "by",
+        "for",
+        "if",
+        "in",
+        "into",
+        "is",
+        "it",
+        "no",
+        "not",
+        "of",
+        "on",
+        "or",
+        "such",
+        "that",
+        "the",
+        "their",
+        "then",
+        "there",
+        "these",
+        "they",
+        "this",
+        "to",
+        "was",
+        "will",
+        "with",
+    ]
 )
 
 _stemmer = snowballstemmer.stemmer("english")

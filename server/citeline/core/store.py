@@ -124,7 +124,9 @@ class Store:
             self.set_meta("schema", SCHEMA_VERSION)
             self._db.execute("SELECT count(*) FROM chunks").fetchone()
         except sqlite3.DatabaseError as exc:
-            raise StoreError(f"index database {path} is damaged ({exc}); delete it to rebuild") from exc
+            raise StoreError(
+                f"index database {path} is damaged ({exc}); delete it to rebuild"
+            ) from exc
 
     def close(self) -> None:
         self._db.close()
@@ -162,7 +164,8 @@ class Store:
 
     def files(self) -> dict[str, FileRecord]:
         rows = self._db.execute(
-            "SELECT id, path, kind, title, content_hash, size, mtime_ns, indexed_at, error FROM files"
+            "SELECT id, path, kind, title, content_hash, size, mtime_ns, indexed_at, error"
+            " FROM files"
         ).fetchall()
         return {row[1]: FileRecord(*row) for row in rows}
 
@@ -174,7 +177,8 @@ class Store:
 
     def chunk_ids_for(self, path: str) -> list[int]:
         rows = self._db.execute(
-            "SELECT chunks.id FROM chunks JOIN files ON files.id = chunks.file_id WHERE files.path = ?",
+            "SELECT chunks.id FROM chunks JOIN files ON files.id = chunks.file_id"
+            " WHERE files.path = ?",
             (path,),
         ).fetchall()
         return [int(r[0]) for r in rows]
@@ -205,7 +209,8 @@ class Store:
             self._delete_terms(removed)
             self._db.execute("DELETE FROM files WHERE path = ?", (path,))
             cursor = self._db.execute(
-                "INSERT INTO files(path, kind, title, content_hash, size, mtime_ns, indexed_at, error)"
+                "INSERT INTO files(path, kind, title, content_hash, size, mtime_ns,"
+                " indexed_at, error)"
                 " VALUES(?, ?, ?, ?, ?, ?, ?, ?)",
                 (path, kind, title, content_hash, size, mtime_ns, now, error),
             )
@@ -238,7 +243,8 @@ class Store:
                 assert cur.lastrowid is not None
                 added.append(int(cur.lastrowid))
                 self._db.execute(
-                    "INSERT INTO chunk_terms(rowid, terms) VALUES(?, ?)", (cur.lastrowid, item.terms)
+                    "INSERT INTO chunk_terms(rowid, terms) VALUES(?, ?)",
+                    (cur.lastrowid, item.terms),
                 )
             if removed or added:
                 self._bump_generation()
@@ -302,7 +308,8 @@ class Store:
     ) -> Iterator[tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]]:
         """All (chunk ids, vectors) in batches: what the vector index is rebuilt from."""
         cursor = self._db.execute(
-            "SELECT chunks.id, vectors.vector FROM chunks JOIN vectors ON vectors.key = chunks.vector_key"
+            "SELECT chunks.id, vectors.vector FROM chunks"
+            " JOIN vectors ON vectors.key = chunks.vector_key"
             " ORDER BY chunks.id"
         )
         while True:
@@ -320,7 +327,8 @@ class Store:
         cutoff = time.time() - older_than_seconds
         with self._transaction():
             cur = self._db.execute(
-                "DELETE FROM vectors WHERE last_used < ? AND key NOT IN (SELECT vector_key FROM chunks)",
+                "DELETE FROM vectors WHERE last_used < ?"
+                " AND key NOT IN (SELECT vector_key FROM chunks)",
                 (cutoff,),
             )
         return cur.rowcount
@@ -364,7 +372,8 @@ class Store:
                 "SELECT chunks.id, files.path, chunks.title, chunks.heading_path, chunks.text,"
                 " chunks.start_line, chunks.end_line, chunks.page, chunks.ordinal,"
                 " chunks.title_from_content"
-                f" FROM chunks JOIN files ON files.id = chunks.file_id WHERE chunks.id IN ({marks})",
+                " FROM chunks JOIN files ON files.id = chunks.file_id"
+                f" WHERE chunks.id IN ({marks})",
                 part,
             )
             for row in rows:

@@ -17,6 +17,7 @@ import json
 import logging
 import os
 from pathlib import Path
+from typing import Any
 
 import faiss
 import numpy as np
@@ -41,19 +42,15 @@ class VectorIndex:
 
     def remove(self, ids: list[int]) -> None:
         if ids:
-            self._index.remove_ids(np.asarray(ids, dtype=np.int64))
+            self._index.remove_ids(np.asarray(ids, dtype=np.int64))  # type: ignore[arg-type]
 
-    def search(
-        self, query: npt.NDArray[np.float32], k: int
-    ) -> list[tuple[int, float]]:
+    def search(self, query: npt.NDArray[np.float32], k: int) -> list[tuple[int, float]]:
         if len(self) == 0 or k <= 0:
             return []
         scores, ids = self._index.search(query.reshape(1, -1).astype(np.float32), min(k, len(self)))
         return [(int(i), float(s)) for i, s in zip(ids[0], scores[0], strict=True) if i != -1]
 
-    def similarity(
-        self, query: npt.NDArray[np.float32], ids: list[int]
-    ) -> dict[int, float]:
+    def similarity(self, query: npt.NDArray[np.float32], ids: list[int]) -> dict[int, float]:
         """Cosine of the query with each given chunk's stored vector."""
         out: dict[int, float] = {}
         for chunk_id in ids:
@@ -91,7 +88,7 @@ class VectorIndex:
             saved = json.loads(_generation_file(path).read_text())["generation"]
             if saved == store.generation and path.exists():
                 index = cls(dimension)
-                loaded = faiss.read_index(str(path))
+                loaded: Any = faiss.read_index(str(path))
                 if loaded.d == dimension:
                     index._index = loaded
                     return index

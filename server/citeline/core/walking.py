@@ -9,6 +9,7 @@ documents folder.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 from collections.abc import Callable, Iterator
@@ -121,10 +122,9 @@ def iter_documents(
         for name in IGNORE_FILES:
             ignore_file = folder / name
             if ignore_file.is_file():
-                try:
-                    rules.extend(parse_ignore_file(ignore_file.read_text("utf-8", "replace"), rel_folder))
-                except OSError:
-                    pass
+                with contextlib.suppress(OSError):
+                    text = ignore_file.read_text("utf-8", "replace")
+                    rules.extend(parse_ignore_file(text, rel_folder))
         try:
             # Real entries before symlinks, so a folder reachable both ways is
             # indexed under its real path.

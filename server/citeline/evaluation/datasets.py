@@ -83,11 +83,10 @@ def load_beir(folder: Path, split: str = "test") -> EvalSet:
     texts = {str(r["_id"]): str(r["text"]) for r in _read_jsonl(folder / "queries.jsonl")}
     relevant: dict[str, dict[str, int]] = {}
     with open(qrels_path, encoding="utf-8") as handle:
-        reader = csv.reader(handle, delimiter="\t")
-        for row in reader:
-            if not row or row[0] == "query-id":
+        for fields in csv.reader(handle, delimiter="\t"):
+            if not fields or fields[0] == "query-id":
                 continue
-            query_id, doc_id, score = row[0], row[1], int(row[2])
+            query_id, doc_id, score = fields[0], fields[1], int(fields[2])
             if doc_id in documents:
                 relevant.setdefault(query_id, {})[doc_id] = score
     queries = [
@@ -130,8 +129,10 @@ def load_questions(path: Path) -> EvalSet:
         question = row.get("question")
         sources = row.get("sources", [])
         answers = row.get("answers", [])
+        if not isinstance(answers, list):
+            answers = [answers]
         if not isinstance(question, str) or not isinstance(sources, list):
-            raise DatasetError(f"{path}:{number}: needs \"question\" (text) and \"sources\" (list)")
+            raise DatasetError(f'{path}:{number}: needs "question" (text) and "sources" (list)')
         relevant = {str(s).split("#", 1)[0]: 1 for s in sources}
         queries.append(
             EvalQuery(str(row.get("id", number)), question, relevant, tuple(map(str, answers)))

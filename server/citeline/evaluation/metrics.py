@@ -7,7 +7,7 @@ relevant ids to their graded relevance (BEIR qrels scores; 1 when ungraded).
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 
 def hit_at(ranked: Sequence[str], relevant: Mapping[str, int], k: int) -> float:
@@ -39,7 +39,9 @@ def ndcg_at(ranked: Sequence[str], relevant: Mapping[str, int], k: int) -> float
     return dcg / idcg if idcg else 0.0
 
 
-METRICS = {
+Metric = Callable[[Sequence[str], Mapping[str, int]], float]
+
+METRICS: dict[str, Metric] = {
     "ndcg@10": lambda r, rel: ndcg_at(r, rel, 10),
     "recall@5": lambda r, rel: recall_at(r, rel, 5),
     "recall@10": lambda r, rel: recall_at(r, rel, 10),

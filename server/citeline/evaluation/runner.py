@@ -109,7 +109,9 @@ def run_retrieval(
             started = time.perf_counter()
             hits = workspace.retriever.search(query.text, k=depth, mode=method)
             seconds = time.perf_counter() - started
-            results[method].per_query[query.id] = QueryResult(collapse(evalset, hits), hits, seconds)
+            results[method].per_query[query.id] = QueryResult(
+                collapse(evalset, hits), hits, seconds
+            )
         if progress:
             progress(done, len(evalset.queries), query.id)
     return results

@@ -1,0 +1,112 @@
+"""``workspace/executeCommand`` equivalents of the custom requests, for clients that
+only speak commands.  Arguments are positional (see docs/lsp-extensions.md)."""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any, cast
+
+import cattrs
+from lsprotocol import types
+from pygls.lsp.server import LanguageServer
+
+from citeline.lsp import params as p
+from citeline.lsp.ask import run_ask
+from citeline.lsp.errors import invalid_params, reported
+from citeline.lsp.reindex import run_reindex
+from citeline.lsp.search import MAX_K, run_search
+from citeline.lsp.status import build_status
+
+if TYPE_CHECKING:
+    from citeline.lsp.server import CitelineServer
+
+log = logging.getLogger(__name__)
+
+ASK = "citeline.ask"
+SEARCH = "citeline.search"
+REINDEX = "citeline.reindex"
+STATUS = "citeline.status"
+OPEN_CITATION = "citeline.openCitation"
+
+
+def _text(command: str, value: object, name: str, *, required: bool) -> str | None:
+    return p.text(command, {name: value}, name, required=required)
+
+
+def _client_shows_documents(ls: CitelineServer) -> bool:
+    try:
+        show = ls.client_capabilities.window.show_document  # type: ignore[union-attr]
+    except AttributeError:
+        return False
+    return bool(show and show.support)
+
+
+async def open_citation(ls: CitelineServer, citation: object) -> bool:
+    if not isinstance(citation, dict) or not isinstance(citation.get("uri"), str):
+        raise invalid_params(f"{OPEN_CITATION}: the argument must be a citation with a 'uri'")
+    uri: str = citation["uri"]
+    selection: types.Range | None = None
+    if citation.get("range") is not None:
+        try:
+            selection = ls.protocol._converter.structure(citation["range"], types.Range)
+        except (cattrs.BaseValidationError, TypeError, ValueError, KeyError) as exc:
+            raise invalid_params(f"{OPEN_CITATION}: 'range' is not an LSP range") from exc
+    is_pdf = "#page=" in uri
+    if not _client_shows_documents(ls):
+        log.info("%s: the client cannot show documents (window/showDocument)", OPEN_CITATION)
+        return False
+    result = await ls.window_show_document_async(
+        types.ShowDocumentParams(
+            uri=uri,
+            external=True if is_pdf else None,
+            take_focus=True,
+            selection=None if is_pdf else selection,
+        )
+    )
+    return bool(result and result.success)
+
+
+def _citeline(ls: LanguageServer) -> CitelineServer:
+    return cast("CitelineServer", ls)
+
+
+# pygls resolves command handlers' annotations at call time to convert arguments, so
+# they name a runtime type (LanguageServer) rather than CitelineServer.
+
+
+def register(ls: CitelineServer) -> None:
+    @ls.command(ASK)
+    @reported(ASK)
+    async def ask(ls: LanguageServer, *args: Any) -> dict[str, Any]:
+        question, folder = p.positional(ASK, args, ["question", "folder"], 1)
+        text = _text(ASK, question, "question", required=True)
+        assert text is not None
+        named = _text(ASK, folder, "folder", required=False)
+        return await run_ask(_citeline(ls), text.strip(), named, None)
+
+    @ls.command(SEARCH)
+    @reported(SEARCH)
+    async def search(ls: LanguageServer, *args: Any) -> dict[str, Any]:
+        query, k = p.positional(SEARCH, args, ["query", "k"], 1)
+        text = _text(SEARCH, query, "query", required=True)
+        assert text is not None
+        count = p.integer(SEARCH, {"k": k}, "k", low=1, high=MAX_K)
+        return await run_search(_citeline(ls), text, count, None)
+
+    @ls.command(REINDEX)
+    @reported(REINDEX)
+    async def reindex(ls: LanguageServer, *args: Any) -> dict[str, Any]:
+        (folder,) = p.positional(REINDEX, args, ["folder"], 0)
+        return await run_reindex(_citeline(ls), _text(REINDEX, folder, "folder", required=False))
+
+    @ls.command(STATUS)
+    @reported(STATUS)
+    async def status(ls: LanguageServer, *args: Any) -> dict[str, Any]:
+        p.positional(STATUS, args, [], 0)
+        return build_status(_citeline(ls))
+
+    @ls.command(OPEN_CITATION)
+    @reported(OPEN_CITATION)
+    async def open_citation_command(ls: LanguageServer, *args: Any) -> bool:
+        (citation,) = p.positional(OPEN_CITATION, args, ["citation"], 1)
+        return await open_citation(_citeline(ls), citation)

@@ -1,0 +1,143 @@
+"""Pure conversions between the core's JSON and LSP's: URIs, ranges, hover Markdown.
+
+A citation or hit names a file relative to its folder and a 1-based inclusive
+line span (or a 1-based PDF page).  On the wire it also carries a ``file://``
+``uri`` (a PDF's ends in ``#page=N``) and an LSP ``range`` covering whole lines,
+``(start_line - 1, 0)`` to ``(end_line, 0)``; PDFs get ``(0,0)-(0,0)``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+from urllib.parse import unquote, urlsplit
+
+JsonRange = dict[str, dict[str, int]]
+
+
+def path_to_uri(path: Path) -> str:
+    return path.absolute().as_uri()
+
+
+def uri_to_path(uri: str) -> Path | None:
+    """The local path a ``file://`` URI names (fragment and query dropped), else None."""
+    parts = urlsplit(uri)
+    if parts.scheme != "file":
+        return None
+    if parts.netloc not in ("", "localhost"):
+        return None
+    return Path(unquote(parts.path))
+
+
+def folder_key(path: Path) -> str:
+    """One spelling per folder, for comparing folders named by different URIs or paths."""
+    try:
+        return str(path.expanduser().resolve())
+    except OSError:
+        return str(path.expanduser().absolute())
+
+
+def relative_to(root: Path, path: Path) -> str | None:
+    """``path`` relative to ``root`` with forward slashes, or None when outside it."""
+    try:
+        rel = path.resolve().relative_to(root.resolve())
+    except (ValueError, OSError):
+        return None
+    text = rel.as_posix()
+    return None if text == "." else text
+
+
+def line_range(start_line: int | None, end_line: int | None) -> JsonRange:
+    if start_line is None:
+        return {"start": {"line": 0, "character": 0}, "end": {"line": 0, "character": 0}}
+    end = end_line if end_line is not None else start_line
+    return {
+        "start": {"line": max(start_line - 1, 0), "character": 0},
+        "end": {"line": max(end, start_line - 1, 0), "character": 0},
+    }
+
+
+def location_uri(root: Path, rel: str, page: int | None) -> str:
+    uri = path_to_uri(root / rel)
+    return f"{uri}#page={page}" if page is not None else uri
+
+
+def located(item: Mapping[str, Any], root: Path, folder_uri: str) -> dict[str, Any]:
+    """A hit or citation JSON object with ``uri``, ``range`` and ``folder`` added."""
+    page = item.get("page")
+    page = page if isinstance(page, int) else None
+    out = dict(item)
+    out["uri"] = location_uri(root, str(item["path"]), page)
+    if page is not None:
+        out["range"] = line_range(None, None)
+    else:
+        out["range"] = line_range(
+            _int_or_none(item.get("start_line")), _int_or_none(item.get("end_line"))
+        )
+    out["folder"] = folder_uri
+    return out
+
+
+def answer_json(answer: Mapping[str, Any], root: Path, folder_uri: str) -> dict[str, Any]:
+    """``Answer.to_json()`` with the folder and every citation and hit located."""
+    out = dict(answer)
+    out["folder"] = folder_uri
+    for key in ("citations", "hits"):
+        items = answer.get(key) or []
+        out[key] = [located(item, root, folder_uri) for item in items]
+    return out
+
+
+def _int_or_none(value: object) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+# -- hover ---------------------------------------------------------------------
+
+_MD_SPECIAL = re.compile(r"([\\`*_\[\]<|#])|^(>)")
+
+
+def md_escape(text: str) -> str:
+    """Text that renders as itself inside a Markdown paragraph."""
+    return _MD_SPECIAL.sub(lambda m: "\\" + (m.group(1) or m.group(2)), text)
+
+
+def link_target(hit: Mapping[str, Any]) -> str:
+    """Where a hover link points: ``uri#Lline`` for text, the ``#page=N`` URI for PDFs."""
+    uri = str(hit["uri"])
+    if hit.get("page") is None and isinstance(hit.get("start_line"), int):
+        return f"{uri}#L{hit['start_line']}"
+    return uri
+
+
+def link_label(hit: Mapping[str, Any]) -> str:
+    path = str(hit["path"])
+    if isinstance(hit.get("page"), int):
+        return f"{path}, page {hit['page']}"
+    if isinstance(hit.get("start_line"), int):
+        return f"{path}:{hit['start_line']}"
+    return path
+
+
+def snippet(text: str, limit: int = 240) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1].rstrip() + "…"
+
+
+def hover_markdown(hits: Iterable[Mapping[str, Any]], *, markdown: bool = True) -> str:
+    """Top passages, each a link to its place, its section and a short quote."""
+    parts: list[str] = []
+    for hit in hits:
+        section = str(hit.get("section") or "")
+        quote = snippet(str(hit.get("text") or ""))
+        if markdown:
+            head = f"**[{md_escape(link_label(hit))}]({link_target(hit)})**"
+            if section:
+                head += f" — {md_escape(section)}"
+            parts.append(f"{head}\n\n> {md_escape(quote)}")
+        else:
+            head = link_label(hit) + (f" — {section}" if section else "")
+            parts.append(f"{head}\n  {quote}\n  {link_target(hit)}")
+    return ("\n\n---\n\n" if markdown else "\n\n").join(parts)

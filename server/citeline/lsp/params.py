@@ -1,0 +1,72 @@
+"""Checking the params of Citeline's own requests (pygls passes them as plain JSON).
+
+A wrong type, a missing required key or an unknown key is an InvalidParams error
+(-32602) naming the key, so a typo never silently changes what is asked.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping
+from typing import Any
+
+from citeline.lsp.errors import invalid_params
+
+# Keys any request may carry (LSP's WorkDoneProgressParams / PartialResultParams).
+MIXINS = frozenset({"workDoneToken", "partialResultToken"})
+
+
+def as_object(method: str, params: object, allowed: Collection[str]) -> Mapping[str, Any]:
+    """``params`` as an object with only ``allowed`` keys (``None`` = empty)."""
+    if params is None:
+        return {}
+    if isinstance(params, list) and not params:
+        return {}
+    if not isinstance(params, Mapping):
+        raise invalid_params(f"{method}: params must be an object")
+    unknown = sorted(str(k) for k in params if k not in allowed and k not in MIXINS)
+    if unknown:
+        raise invalid_params(f"{method}: unknown parameter(s): {', '.join(unknown)}")
+    return params
+
+
+def text(method: str, params: Mapping[str, Any], key: str, *, required: bool) -> str | None:
+    value = params.get(key)
+    if value is None:
+        if required:
+            raise invalid_params(f"{method}: {key!r} is required")
+        return None
+    if not isinstance(value, str):
+        raise invalid_params(f"{method}: {key!r} must be a string")
+    if required and not value.strip():
+        raise invalid_params(f"{method}: {key!r} must not be empty")
+    return value
+
+
+def integer(method: str, params: Mapping[str, Any], key: str, *, low: int, high: int) -> int | None:
+    value = params.get(key)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise invalid_params(f"{method}: {key!r} must be an integer")
+    if not low <= value <= high:
+        raise invalid_params(f"{method}: {key!r} must be between {low} and {high}")
+    return value
+
+
+def progress_token(method: str, params: Mapping[str, Any], key: str) -> str | int | None:
+    value = params.get(key)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (str, int)):
+        raise invalid_params(f"{method}: {key!r} must be a string or an integer")
+    return value
+
+
+def positional(method: str, args: tuple[Any, ...], names: list[str], required: int) -> list[Any]:
+    """Command arguments, checked for count; missing optional ones are None."""
+    if len(args) < required or len(args) > len(names):
+        wanted = f"{required}" if required == len(names) else f"{required} to {len(names)}"
+        raise invalid_params(
+            f"{method}: expected {wanted} argument(s) ({', '.join(names)}), got {len(args)}"
+        )
+    return list(args) + [None] * (len(names) - len(args))

@@ -1,0 +1,179 @@
+"""``citeline/search`` and ``textDocument/hover``: passages with links to their place.
+
+Searches run on the index worker as urgent tasks, ahead of (and in between)
+indexing work.  Hover searches with the selection the client sends in
+``params.citeline.selection``, else the sentence under the cursor, else the
+line, and answers Markdown with the top passages.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from lsprotocol import types
+
+from citeline.lsp import params as p
+from citeline.lsp.ask import no_folders_error, resolve_folder
+from citeline.lsp.convert import hover_markdown, located, uri_to_path
+from citeline.lsp.errors import EXPECTED_ERRORS, reported
+
+if TYPE_CHECKING:
+    from citeline.lsp.folders import Folder
+    from citeline.lsp.server import CitelineServer
+
+log = logging.getLogger(__name__)
+
+SEARCH = "citeline/search"
+MAX_K = 100
+HOVER_PASSAGES = 3
+MAX_QUERY_CHARS = 1000
+
+
+async def search_folders(
+    ls: CitelineServer, query: str, k: int, folders: Sequence[Folder]
+) -> list[dict[str, Any]]:
+    """The top ``k`` hits over ``folders``, merged by score, with uri/range/folder."""
+    strict = len(folders) == 1
+
+    def work() -> list[dict[str, Any]]:  # index thread
+        found: list[dict[str, Any]] = []
+        for folder in folders:
+            try:
+                hits = ls.folders.workspace(folder).retriever.search(query, k)
+            except EXPECTED_ERRORS as exc:
+                if strict:
+                    raise
+                log.warning("%s: cannot search: %s", folder.name, exc)
+                continue
+            found.extend(located(h.to_json(), folder.root, folder.uri) for h in hits)
+        return found
+
+    hits = await ls.index_worker.call(work, urgent=True)
+    if len(folders) > 1:
+        hits.sort(key=lambda h: -float(h["score"]))
+        hits = hits[:k]
+        for rank, hit in enumerate(hits, start=1):
+            hit["rank"] = rank
+    return hits
+
+
+async def run_search(
+    ls: CitelineServer, query: str, k: int | None, folder_uri: str | None
+) -> dict[str, Any]:
+    named = resolve_folder(ls, SEARCH, folder_uri)
+    folders = [named] if named is not None else list(ls.folders)
+    if not folders:
+        raise no_folders_error()
+    if k is None:
+        k = folders[0].settings.search.top_k
+    return {"hits": await search_folders(ls, query, k, folders)}
+
+
+# -- hover ---------------------------------------------------------------------
+
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|(?<=[。！？])")
+_LINE_MARKUP = re.compile(r"^\s*(?:#{1,6}|[-*+>]|\d+[.)]|\|)\s*")
+
+
+def _clean(text: str) -> str:
+    return " ".join(_LINE_MARKUP.sub("", line) for line in text.split("\n")).strip()
+
+
+def hover_query(lines: Sequence[str], line: int, column: int) -> str:
+    """The sentence under the cursor, or its line when that is all there is; '' if blank."""
+    if not 0 <= line < len(lines):
+        return ""
+    current = lines[line].rstrip("\r\n")
+    if not current.strip():
+        return ""
+    # The paragraph around the cursor: the non-blank lines next to it.
+    first = line
+    while first > 0 and lines[first - 1].strip() and line - first < 20:
+        first -= 1
+    last = line
+    while last + 1 < len(lines) and lines[last + 1].strip() and last - line < 20:
+        last += 1
+    paragraph = [lines[i].rstrip("\r\n") for i in range(first, last + 1)]
+    offset = sum(len(text) + 1 for text in paragraph[: line - first]) + min(
+        max(column, 0), len(current)
+    )
+    joined = "\n".join(paragraph)
+    start = 0
+    for match in _SENTENCE_END.finditer(joined):
+        if match.start() >= offset:
+            break
+        start = match.end()
+    end_match = _SENTENCE_END.search(joined, max(offset, start))
+    end = end_match.start() if end_match else len(joined)
+    sentence = _clean(joined[start:end])
+    if len(sentence.split()) >= 3 or (sentence and len(sentence) >= 8):
+        return sentence[:MAX_QUERY_CHARS]
+    return _clean(current)[:MAX_QUERY_CHARS]
+
+
+def _cursor_text(ls: CitelineServer, params: types.HoverParams) -> str:
+    try:
+        document = ls.workspace.get_text_document(params.text_document.uri)
+        lines = document.lines
+        position = document.position_codec.position_from_client_units(lines, params.position)
+    except (OSError, UnicodeDecodeError, ValueError, IndexError) as exc:
+        log.debug("hover: cannot read %s: %s", params.text_document.uri, exc)
+        return ""
+    return hover_query(lines, position.line, position.character)
+
+
+def _client_markdown(ls: CitelineServer) -> bool:
+    try:
+        formats = ls.client_capabilities.text_document.hover.content_format  # type: ignore[union-attr]
+    except AttributeError:
+        return True
+    return formats is None or types.MarkupKind.Markdown in formats
+
+
+def _at_cursor(hit: dict[str, Any], params: types.HoverParams) -> bool:
+    """Whether a hit is the very passage being hovered (not worth showing)."""
+    here = uri_to_path(params.text_document.uri)
+    there = uri_to_path(str(hit["uri"]))
+    if here is None or there is None or here != there:
+        return False
+    rng = hit["range"]
+    return bool(rng["start"]["line"] <= params.position.line < rng["end"]["line"])
+
+
+def register(ls: CitelineServer) -> None:
+    @ls.feature(SEARCH)
+    @reported(SEARCH)
+    async def search(ls: CitelineServer, params: Any) -> dict[str, Any]:
+        args = p.as_object(SEARCH, params, ("query", "k", "folder"))
+        query = p.text(SEARCH, args, "query", required=True)
+        assert query is not None
+        k = p.integer(SEARCH, args, "k", low=1, high=MAX_K)
+        folder = p.text(SEARCH, args, "folder", required=False)
+        return await run_search(ls, query, k, folder)
+
+    @ls.feature(types.TEXT_DOCUMENT_HOVER)
+    @reported(types.TEXT_DOCUMENT_HOVER)
+    async def hover(ls: CitelineServer, params: types.HoverParams) -> types.Hover | None:
+        extras = ls.protocol.hover_extras()
+        selection = extras.get("selection")
+        if isinstance(selection, str) and selection.strip():
+            query = " ".join(selection.split())[:MAX_QUERY_CHARS]
+        else:
+            query = _cursor_text(ls, params)
+        folders = list(ls.folders)
+        if not query or not folders:
+            return None
+        hits = await search_folders(ls, query, HOVER_PASSAGES + 1, folders)
+        hits = [h for h in hits if not _at_cursor(h, params)][:HOVER_PASSAGES]
+        if not hits:
+            return None
+        markdown = _client_markdown(ls)
+        return types.Hover(
+            contents=types.MarkupContent(
+                kind=types.MarkupKind.Markdown if markdown else types.MarkupKind.PlainText,
+                value=hover_markdown(hits, markdown=markdown),
+            )
+        )

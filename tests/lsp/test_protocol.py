@@ -1,0 +1,81 @@
+"""The protocol layer: malformed params are answered with an error, hover extras kept."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from lsprotocol import types
+
+from citeline.lsp.server import _Rejected, build_server
+
+
+class Capture:
+    def __init__(self) -> None:
+        self.sent: list[dict[str, Any]] = []
+
+    def write(self, data: bytes) -> None:
+        body = data.split(b"\r\n\r\n", 1)[1]
+        self.sent.append(json.loads(body))
+
+    def close(self) -> None:
+        pass
+
+
+def parse(protocol: Any, message: dict[str, Any]) -> Any:
+    return json.loads(json.dumps(message), object_hook=protocol.structure_message)
+
+
+def test_malformed_params_of_a_standard_request_get_an_invalid_params_response() -> None:
+    ls = build_server()
+    capture = Capture()
+    ls.protocol.set_writer(capture)
+    message = parse(
+        ls.protocol,
+        {
+            "jsonrpc": "2.0",
+            "id": 7,
+            "method": "textDocument/hover",
+            "params": {"textDocument": {"uri": 1}, "position": {"line": "x"}},
+        },
+    )
+    assert isinstance(message, _Rejected)
+    ls.protocol.handle_message(message)  # ignored: already answered
+    (response,) = capture.sent
+    assert response["id"] == 7
+    assert response["error"]["code"] == -32602
+    assert "textDocument/hover" in response["error"]["message"]
+    ls.index_worker.stop(5)
+    ls.generation_worker.stop(5)
+
+
+def test_hover_extension_field_is_kept_for_the_handler() -> None:
+    ls = build_server()
+    message = parse(
+        ls.protocol,
+        {
+            "jsonrpc": "2.0",
+            "id": "h1",
+            "method": "textDocument/hover",
+            "params": {
+                "textDocument": {"uri": "file:///x.md"},
+                "position": {"line": 0, "character": 0},
+                "citeline": {"selection": "chosen words"},
+            },
+        },
+    )
+    assert isinstance(message.params, types.HoverParams)
+    assert ls.protocol._hover_extras["h1"] == {"selection": "chosen words"}
+    ls.index_worker.stop(5)
+    ls.generation_worker.stop(5)
+
+
+def test_custom_request_params_stay_plain_json() -> None:
+    ls = build_server()
+    message = parse(
+        ls.protocol,
+        {"jsonrpc": "2.0", "id": 1, "method": "citeline/ask", "params": {"question": "q?"}},
+    )
+    assert message.params == {"question": "q?"}
+    ls.index_worker.stop(5)
+    ls.generation_worker.stop(5)

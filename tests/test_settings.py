@@ -1,0 +1,49 @@
+from pathlib import Path
+
+from citeline.settings import load_settings
+
+
+def test_precedence_defaults_then_toml_then_overrides(tmp_path: Path) -> None:
+    (tmp_path / "citeline.toml").write_text(
+        '[embedding]\nmodel = "/models/e.gguf"\npreset = "bge"\n[search]\ntop_k = 7\n'
+        "[answer]\nmin_score = 0.4\n"
+    )
+    settings, warnings = load_settings(
+        tmp_path, {"search": {"topK": 9}, "answer": {"maxEvidence": 2}}
+    )
+    assert warnings == []
+    assert settings.embedding.model == "/models/e.gguf"
+    assert settings.embedding.prefixes() == (
+        "Represent this sentence for searching relevant passages: ",
+        "",
+    )
+    assert settings.search.top_k == 9  # editor beats file
+    assert settings.answer.min_score == 0.4  # file beats default
+    assert settings.answer.max_evidence == 2
+    assert settings.chunking.max_cost == 1000  # default
+    assert settings.index_dir(tmp_path) == tmp_path / ".citeline"
+
+
+def test_invalid_values_warn_and_keep_the_previous_layer(tmp_path: Path) -> None:
+    (tmp_path / "citeline.toml").write_text(
+        '[search]\ntop_k = "many"\nbogus = 1\n[answer]\nmin_score = -1\n'
+    )
+    settings, warnings = load_settings(tmp_path, {"embedding": {"preset": "nope"}, "index": 3})
+    assert settings.search.top_k == 5 and settings.answer.min_score == 0.3
+    assert settings.embedding.preset == ""
+    assert len(warnings) == 5
+    assert any("search.top_k" in w and "int" in w for w in warnings)
+    assert any("unknown setting 'search.bogus'" in w for w in warnings)
+    assert any("preset" in w for w in warnings)
+    assert any("'index' must be a table" in w for w in warnings)
+
+
+def test_broken_toml_gives_defaults_and_a_warning(tmp_path: Path) -> None:
+    (tmp_path / "citeline.toml").write_text("[search\ntop_k = 3")
+    settings, warnings = load_settings(tmp_path)
+    assert settings.search.top_k == 5 and len(warnings) == 1 and "citeline.toml" in warnings[0]
+
+
+def test_relative_index_path_is_inside_the_docs(tmp_path: Path) -> None:
+    settings, _ = load_settings(tmp_path, {"index": {"path": "idx"}})
+    assert settings.index_dir(tmp_path) == tmp_path / "idx"
