@@ -1,0 +1,427 @@
+"""Benchmark `citeline serve` as an editor sees it, over stdio with the real models.
+
+Prints:
+- start to ready: spawning the daemon on an already-indexed folder of ~10,000 chunks
+  until its `citeline/status` notification says "ready";
+- search and hover latency at that size (p50/p95 of the request round trip);
+- save-to-searchable: a one-paragraph edit in a 50 KB Markdown file, saved
+  (didSave) until a search finds the new text (p50/p95 over repeated edits);
+- the daemon's memory (resident and peak), at ready and after one answer.
+
+The generated corpus and its index are cached in /tmp/citeline-bench (or
+--cache) between runs; the first run builds them.  Embedding 10,000 chunks with
+MiniLM takes minutes to hours depending on the machine; --synthetic-vectors fills
+the cache with hashed bag-of-words vectors under the real model's identity instead
+(search latency does not depend on the vectors' values; the daemon embeds queries
+and edits with the real model either way).
+
+    .venv/bin/python benchmarks/daemon.py [--chunks 10000] [--edits 20] [--queries 100]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import os
+import random
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from lsprotocol import types
+from pygls.lsp.client import LanguageClient
+
+from citeline.lsp.server import json_converter
+
+REPO = Path(__file__).resolve().parents[1]
+CORPUS_VERSION = "v1"
+SECTIONS_PER_FILE = 4
+BIG_FILE = "big-notes.md"
+BIG_FILE_BYTES = 50_000
+
+
+# -- the corpus -----------------------------------------------------------------
+
+
+def vocabulary() -> list[str]:
+    words: set[str] = set()
+    for path in (REPO / "samples").glob("*.md"):
+        words.update(w.lower() for w in re.findall(r"[A-Za-z]{3,12}", path.read_text("utf-8")))
+    return sorted(words)
+
+
+def sentence(rng: random.Random, words: Sequence[str], n: int) -> str:
+    text = " ".join(rng.choice(words) for _ in range(n))
+    return text[0].upper() + text[1:] + "."
+
+
+def paragraph(rng: random.Random, words: Sequence[str], sentences: int) -> str:
+    return " ".join(sentence(rng, words, rng.randint(8, 16)) for _ in range(sentences))
+
+
+def write_corpus(docs: Path, files: int, seed: int = 7) -> None:
+    rng = random.Random(seed)
+    words = vocabulary()
+    docs.mkdir(parents=True, exist_ok=True)
+    for i in range(files):
+        parts = [f"# Report {i}: {' '.join(rng.choice(words) for _ in range(3))}", ""]
+        for s in range(SECTIONS_PER_FILE):
+            parts += [f"## Part {s + 1}: {rng.choice(words)} {rng.choice(words)}", ""]
+            parts += [paragraph(rng, words, 7), ""]
+        sub = docs / f"shelf-{i // 250:02}"
+        sub.mkdir(exist_ok=True)
+        (sub / f"report-{i:05}.md").write_text("\n".join(parts), "utf-8")
+    (docs / BIG_FILE).write_text(big_file(words), "utf-8")
+
+
+def big_file(words: Sequence[str]) -> str:
+    rng = random.Random(99)
+    parts = ["# Big notes", ""]
+    section = 0
+    while sum(len(p) + 1 for p in parts) < BIG_FILE_BYTES:
+        section += 1
+        parts += [f"## Section {section}", "", paragraph(rng, words, 9), ""]
+    return "\n".join(parts)
+
+
+class HashingEmbedder:
+    """Hashed bag-of-words vectors under another embedder's identity (cache building only)."""
+
+    def __init__(self, real: Any) -> None:
+        self.name = real.name
+        self.fingerprint = real.fingerprint
+        self.dimension = real.dimension
+        self._words: dict[str, np.ndarray] = {}
+
+    def _word(self, word: str) -> np.ndarray:
+        vector = self._words.get(word)
+        if vector is None:
+            seed = int.from_bytes(word.encode("utf-8")[:8].ljust(8, b"\0"), "little") ^ len(word)
+            vector = np.random.default_rng(seed).standard_normal(self.dimension).astype(np.float32)
+            self._words[word] = vector
+        return vector
+
+    def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
+        out = np.zeros((len(texts), self.dimension), np.float32)
+        for i, text in enumerate(texts):
+            for word in re.findall(r"\w+", text.lower()):
+                out[i] += self._word(word)
+            out[i] /= float(np.linalg.norm(out[i])) or 1.0
+        return out
+
+    def embed_query(self, text: str) -> np.ndarray:
+        return self.embed_documents([text])
+
+    def count_tokens(self, text: str) -> int:
+        return len(text.split())
+
+
+def build_index(docs: Path, synthetic: bool) -> None:
+    if not synthetic:
+        print(f"indexing {docs} with the real model (first run only)…", flush=True)
+        subprocess.run(
+            [sys.executable, "-m", "citeline.cli", "index", "--docs", str(docs)], check=True
+        )
+        return
+    from citeline.app import make_embedder
+    from citeline.core.index import DocumentIndex, IndexIdentity
+    from citeline.core.ingest import Ingestor
+    from citeline.settings import load_settings
+
+    print(f"indexing {docs} with synthetic vectors (first run only)…", flush=True)
+    settings, _ = load_settings(docs)
+    real = make_embedder(settings.embedding)
+    identity = IndexIdentity(
+        embedder_fingerprint=real.fingerprint,
+        embedder_name=real.name,
+        dimension=real.dimension,
+        chunking=settings.chunking,
+    )
+    index = DocumentIndex(docs, settings.index_dir(docs), identity)
+    try:
+        report = Ingestor(index, HashingEmbedder(real), settings.chunking).run()  # type: ignore[arg-type]
+    finally:
+        index.close()
+    print(f"  {report.files} files, {report.chunks} chunks", flush=True)
+
+
+def ensure_corpus(cache: Path, chunks: int, synthetic: bool) -> Path:
+    files = max(chunks // SECTIONS_PER_FILE, 1)
+    kind = "synthetic" if synthetic else "real"
+    docs = cache / f"corpus-{CORPUS_VERSION}-{files}-{kind}"
+    done = docs / ".citeline" / "benchmark-ready"
+    if done.exists():
+        # Undo an edit an interrupted run may have left.
+        (docs / BIG_FILE).write_text(big_file(vocabulary()), "utf-8")
+        return docs
+    if docs.exists():
+        shutil.rmtree(docs)
+    write_corpus(docs, files)
+    build_index(docs, synthetic)
+    done.write_text("ok\n")
+    return docs
+
+
+# -- the client -------------------------------------------------------------------
+
+
+class Client:
+    """A minimal editor: pygls' client, keeping status notifications."""
+
+    def __init__(self) -> None:
+        self.lsp = LanguageClient("citeline-benchmark", "1", converter_factory=json_converter)
+        self.status: dict[str, Any] | None = None
+        self.changed = asyncio.Event()
+        self._drain: asyncio.Task[None] | None = None
+
+        @self.lsp.feature("citeline/status")
+        def on_status(_: LanguageClient, params: dict[str, Any]) -> None:
+            self.status = params
+            self.changed.set()
+
+        for method in (
+            types.WINDOW_LOG_MESSAGE,
+            types.WINDOW_SHOW_MESSAGE,
+            types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS,
+            types.PROGRESS,
+        ):
+            self.lsp.feature(method)(lambda *_: None)
+
+    async def start(self, docs: Path, log: Path) -> None:
+        await self.lsp.start_io(sys.executable, "-m", "citeline.cli", "serve")
+        self._drain = asyncio.create_task(self._save_stderr(log))
+        await self.lsp.initialize_async(
+            types.InitializeParams(
+                capabilities=types.ClientCapabilities(),
+                root_uri=docs.as_uri(),
+                workspace_folders=[types.WorkspaceFolder(uri=docs.as_uri(), name=docs.name)],
+                initialization_options={"answer": {"maxAnswerTokens": 64}},
+            )
+        )
+        self.lsp.initialized(types.InitializedParams())
+
+    async def _save_stderr(self, log: Path) -> None:
+        """Keep the daemon's log (and keep its stderr pipe from filling up)."""
+        server = self.lsp._server
+        assert server is not None and server.stderr is not None
+        with log.open("wb") as out:
+            while line := await server.stderr.readline():
+                out.write(line)
+
+    @property
+    def pid(self) -> int:
+        assert self.lsp._server is not None
+        return int(self.lsp._server.pid)
+
+    def ready(self) -> bool:
+        folders = (self.status or {}).get("folders") or []
+        return bool(folders) and all(f["state"] == "ready" for f in folders)
+
+    async def wait(self, predicate: Callable[[], bool], timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        while True:
+            self.changed.clear()
+            if predicate():
+                return
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise TimeoutError("timed out")
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self.changed.wait(), min(remaining, 0.05))
+
+    async def request(self, method: str, params: Any) -> Any:
+        return await self.lsp.protocol.send_request_async(method, params)
+
+    async def stop(self) -> None:
+        await self.lsp.shutdown_async(None)
+        self.lsp.exit(None)
+        await self.lsp.stop()
+
+
+def memory(pid: int) -> dict[str, float]:
+    fields = {}
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        key, _, value = line.partition(":")
+        if key in ("VmRSS", "VmHWM"):
+            fields[key] = int(value.split()[0]) / 1024
+    return {"rss_mb": fields.get("VmRSS", 0.0), "peak_mb": fields.get("VmHWM", 0.0)}
+
+
+def percentiles(samples: Sequence[float]) -> str:
+    ordered = sorted(samples)
+    p50 = statistics.median(ordered)
+    p95 = ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))]
+    return f"p50 {p50 * 1000:7.1f} ms   p95 {p95 * 1000:7.1f} ms   (n={len(ordered)})"
+
+
+# -- the measurements -------------------------------------------------------------
+
+
+async def measure_search(client: Client, words: Sequence[str], n: int) -> list[float]:
+    rng = random.Random(1)
+    samples = []
+    for _ in range(n):
+        query = " ".join(rng.choice(words) for _ in range(rng.randint(3, 8)))
+        started = time.perf_counter()
+        result = await client.request("citeline/search", {"query": query, "k": 5})
+        samples.append(time.perf_counter() - started)
+        assert result["hits"], query
+    return samples
+
+
+async def measure_hover(client: Client, probe: Path, words: Sequence[str], n: int) -> list[float]:
+    rng = random.Random(2)
+    lines = [sentence(rng, words, rng.randint(6, 12)) for _ in range(n)]
+    probe.write_text("\n".join(lines) + "\n", "utf-8")
+    client.lsp.text_document_did_open(
+        types.DidOpenTextDocumentParams(
+            text_document=types.TextDocumentItem(
+                uri=probe.as_uri(), language_id="markdown", version=1, text=probe.read_text()
+            )
+        )
+    )
+    samples = []
+    for i in range(n):
+        started = time.perf_counter()
+        hover = await client.lsp.text_document_hover_async(
+            types.HoverParams(
+                text_document=types.TextDocumentIdentifier(uri=probe.as_uri()),
+                position=types.Position(line=i, character=5),
+            )
+        )
+        samples.append(time.perf_counter() - started)
+        assert hover is not None
+    return samples
+
+
+async def measure_saves(client: Client, docs: Path, words: Sequence[str], n: int) -> list[float]:
+    path = docs / BIG_FILE
+    original = path.read_text("utf-8")
+    sections = original.split("\n## ")
+    rng = random.Random(3)
+    samples = []
+    for i in range(n):
+        marker = f"zq{i}x{rng.randint(10_000, 99_999)}"
+        new = f"Checkpoint {marker} records {paragraph(rng, words, 2)}"
+        edited = list(sections)
+        target = 1 + i % (len(sections) - 1)
+        head, _, _ = edited[target].partition("\n\n")
+        edited[target] = f"{head}\n\n{new}\n"
+        text = "\n## ".join(edited)
+        started = time.perf_counter()
+        path.write_text(text, "utf-8")
+        client.lsp.text_document_did_save(
+            types.DidSaveTextDocumentParams(
+                text_document=types.TextDocumentIdentifier(uri=path.as_uri())
+            )
+        )
+        while True:
+            result = await client.request("citeline/search", {"query": f"checkpoint {marker}"})
+            if any(marker in h["text"] for h in result["hits"]):
+                break
+            if time.perf_counter() - started > 600:
+                raise TimeoutError(f"edit {i} never became searchable")
+            client.changed.clear()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(client.changed.wait(), 0.02)
+        samples.append(time.perf_counter() - started)
+    path.write_text(original, "utf-8")
+    return samples
+
+
+async def run(args: argparse.Namespace) -> dict[str, Any]:
+    cache = Path(args.cache)
+    docs = ensure_corpus(cache, args.chunks, args.synthetic_vectors)
+    words = vocabulary()
+    client = Client()
+    started = time.perf_counter()
+    await client.start(docs, cache / "daemon.log")
+    await client.wait(client.ready, 3600)
+    start_to_ready = time.perf_counter() - started
+    assert client.status is not None
+    folder = client.status["folders"][0]
+    at_ready = memory(client.pid)
+    print(
+        f"daemon ready on {folder['files']} files / {folder['chunks']} chunks"
+        f" in {start_to_ready:.2f} s",
+        flush=True,
+    )
+    search = await measure_search(client, words, args.queries)
+    print(f"search  {percentiles(search)}", flush=True)
+    hover = await measure_hover(client, cache / "probe.md", words, args.queries)
+    print(f"hover   {percentiles(hover)}", flush=True)
+    saves = await measure_saves(client, docs, words, args.edits)
+    print(f"save→searchable {percentiles(saves)}", flush=True)
+    # Let the restored file be indexed again so the cache stays as built.
+    await client.request("citeline/reindex", {})
+    ask_started = time.perf_counter()
+    answer = await client.request(
+        "citeline/ask", {"question": "What does the first section of the big notes record?"}
+    )
+    ask_seconds = time.perf_counter() - ask_started
+    after_ask = memory(client.pid)
+    await client.stop()
+    return {
+        "files": folder["files"],
+        "chunks": folder["chunks"],
+        "vectors": "synthetic" if args.synthetic_vectors else "MiniLM",
+        "start_to_ready_s": round(start_to_ready, 3),
+        "search": search,
+        "hover": hover,
+        "save_to_searchable": saves,
+        "memory_at_ready": at_ready,
+        "memory_after_ask": after_ask,
+        "ask_seconds": round(ask_seconds, 2),
+        "ask_generator_called": answer["generator_called"],
+    }
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--chunks", type=int, default=10_000, help="corpus size in chunks")
+    parser.add_argument("--edits", type=int, default=20, help="one-paragraph edits to time")
+    parser.add_argument("--queries", type=int, default=100, help="searches and hovers to time")
+    parser.add_argument("--cache", default="/tmp/citeline-bench", help="corpus and index cache")
+    parser.add_argument(
+        "--synthetic-vectors",
+        action="store_true",
+        help="build the cached index with hashed vectors instead of MiniLM (much faster)",
+    )
+    parser.add_argument("--json", action="store_true", help="also print the raw figures")
+    args = parser.parse_args()
+    result = asyncio.run(run(args))
+    mib = "{rss_mb:.0f} MiB resident, {peak_mb:.0f} MiB peak"
+    print()
+    print(
+        f"corpus                 {result['files']} files, {result['chunks']} chunks"
+        f" ({result['vectors']} vectors in the cached index; cache: {args.cache})"
+    )
+    print(f"start to ready         {result['start_to_ready_s']:.2f} s (already indexed)")
+    print(f"search latency         {percentiles(result['search'])}")
+    print(f"hover latency          {percentiles(result['hover'])}")
+    print(
+        f"save to searchable     {percentiles(result['save_to_searchable'])}"
+        f"  (one paragraph, {BIG_FILE_BYTES // 1000} KB Markdown file)"
+    )
+    print(f"memory at ready        {mib.format(**result['memory_at_ready'])}")
+    print(
+        f"memory after an ask    {mib.format(**result['memory_after_ask'])}"
+        f"  (generator loaded; the ask took {result['ask_seconds']:.1f} s)"
+    )
+    if args.json:
+        print(json.dumps(result))
+    return 0
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("PYTHONUNBUFFERED", "1")
+    sys.exit(main())
