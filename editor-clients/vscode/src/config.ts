@@ -1,0 +1,85 @@
+/**
+ * Reads the `citeline.*` settings from VS Code and hands them to the pure
+ * mapping in settings.ts.
+ */
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+
+import * as vscode from 'vscode';
+
+import type { CitelineSettings } from './protocol';
+import {
+  SECTION,
+  buildServerSettings,
+  formatCommand,
+  resolveServerCommand,
+  withDebugpy,
+  type ServerCommand,
+} from './settings';
+
+export type HoverMode = 'selection' | 'always' | 'off';
+
+function workspacePaths(): string[] {
+  return (vscode.workspace.workspaceFolders ?? []).filter((f) => f.uri.scheme === 'file').map((f) => f.uri.fsPath);
+}
+
+/** The value the user set (folder > workspace > user), or undefined when only the default applies. */
+export function userValue(key: string): unknown {
+  const inspected = vscode.workspace.getConfiguration(SECTION).inspect(key);
+  if (!inspected) {
+    return undefined;
+  }
+  return inspected.workspaceFolderValue ?? inspected.workspaceValue ?? inspected.globalValue;
+}
+
+/** What the server gets as initializationOptions / didChangeConfiguration / workspace/configuration. */
+export function serverSettings(): { settings: CitelineSettings; problems: string[] } {
+  const folders = workspacePaths();
+  return buildServerSettings(userValue, { baseDir: folders[0], workspaceFolder: folders[0], home: os.homedir() });
+}
+
+/** How to start the server, debugpy included when CITELINE_DEBUG_PORT is set. */
+export function serverCommand(): { cmd: ServerCommand; problems: string[]; line: string } {
+  const config = vscode.workspace.getConfiguration(SECTION);
+  const exists = (p: string): boolean => {
+    try {
+      return fs.existsSync(p);
+    } catch {
+      return false;
+    }
+  };
+  const base = resolveServerCommand({
+    command: config.get('server.command'),
+    python: config.get('server.python'),
+    workspaceFolders: workspacePaths(),
+    exists,
+    home: os.homedir(),
+  });
+  const problems: string[] = [];
+  const debugged = withDebugpy(base, { port: process.env.CITELINE_DEBUG_PORT, mode: process.env.CITELINE_DEBUG_MODE }, exists);
+  if (debugged.problem) {
+    problems.push(debugged.problem);
+  }
+  return { cmd: debugged.cmd, problems, line: formatCommand(debugged.cmd) };
+}
+
+export function hoverMode(): HoverMode {
+  const v = vscode.workspace.getConfiguration(SECTION).get<string>('hover.mode', 'selection');
+  return v === 'always' || v === 'off' ? v : 'selection';
+}
+
+export function historySize(): number {
+  const v = vscode.workspace.getConfiguration(SECTION).get<number>('answers.history', 10);
+  return Number.isInteger(v) && v > 0 ? Math.min(v, 50) : 10;
+}
+
+/** Whether there is anything to index: workspace folders or citeline.folders. */
+export function hasDocumentsFolder(): boolean {
+  const folders = userValue('folders');
+  return workspacePaths().length > 0 || (Array.isArray(folders) && folders.length > 0);
+}
+
+/** The server process's working directory. */
+export function serverCwd(): string {
+  return workspacePaths()[0] ?? os.homedir();
+}

@@ -1,0 +1,228 @@
+/**
+ * Citeline's LSP extensions, as TypeScript types.
+ *
+ * This file mirrors docs/lsp-extensions.md (the contract with `citeline serve`);
+ * change both together. Pure types and constants: no `vscode` import, so unit
+ * tests can load whatever depends on it.
+ */
+
+/** LSP position: 0-based line, UTF-16 character. */
+export interface Position {
+  line: number;
+  character: number;
+}
+
+export interface Range {
+  start: Position;
+  end: Position;
+}
+
+/** A folder is named by its `file://` URI. */
+export type FolderUri = string;
+
+// ---------------------------------------------------------------------------
+// Initialization options and settings (`initializationOptions`,
+// `workspace/didChangeConfiguration` settings.citeline, `workspace/configuration`
+// section "citeline"). Every key optional: a missing key means "use the layer
+// below" (defaults < citeline.toml < these settings).
+// ---------------------------------------------------------------------------
+
+export interface CitelineSettings {
+  folders?: string[];
+  embedding?: { model?: string; preset?: string };
+  generation?: { model?: string; contextSize?: number };
+  chunking?: { maxCost?: number; overlapCost?: number };
+  search?: { topK?: number };
+  /** Not in the contract's example; the daemon accepts it (its Settings tree). */
+  retrieval?: { mode?: 'hybrid' | 'dense' | 'keyword' | string; denseWeight?: number; keywordWeight?: number };
+  answer?: {
+    minScore?: number;
+    /** Not in the contract's example; the daemon accepts it. */
+    minKeywordScore?: number;
+    maxEvidence?: number;
+    maxAnswerTokens?: number;
+    timeoutSeconds?: number;
+    /** Not in the contract's example; the daemon accepts it. */
+    temperature?: number;
+  };
+  records?: { asks?: boolean };
+}
+
+// ---------------------------------------------------------------------------
+// Results
+// ---------------------------------------------------------------------------
+
+/** A retrieved passage. */
+export interface Hit {
+  rank: number;
+  /** Ranking score (the daemon's hybrid search fuses ranks: not a similarity). */
+  score: number;
+  /** Cosine similarity of the dense search, when known (not in the contract yet). */
+  dense?: number | null;
+  /** Keyword (BM25-like) score, when known (not in the contract yet). */
+  keyword?: number | null;
+  /** Relative to its folder, forward slashes. */
+  path: string;
+  title: string | null;
+  section: string | null;
+  /** 1-based PDF page, or null. */
+  page: number | null;
+  /** 1-based, inclusive; null for PDFs. */
+  start_line: number | null;
+  end_line: number | null;
+  text: string;
+  /** `file://` URI; a PDF's ends in `#page=N`. */
+  uri: string;
+  /** Whole lines: (start_line - 1, 0) to (end_line, 0); PDFs (0,0)-(0,0). */
+  range: Range;
+  /** The folder the hit comes from (search results). */
+  folder?: FolderUri;
+}
+
+/** A numbered piece of evidence given to the model; `[n]` in the answer refers to it. */
+export interface Citation {
+  n: number;
+  path: string;
+  title: string | null;
+  section: string | null;
+  page: number | null;
+  start_line: number | null;
+  end_line: number | null;
+  score: number;
+  /** Whether the answer text actually cites `[n]`. */
+  cited: boolean;
+  uri: string;
+  range: Range;
+}
+
+export type Degraded = 'timeout' | 'cancelled' | 'uncited';
+
+export interface Answer {
+  question: string;
+  language: string;
+  answer: string;
+  /** The documents do not hold the answer. */
+  refused: boolean;
+  generator_called: boolean;
+  degraded: Degraded | null;
+  folder?: FolderUri;
+  citations: Citation[];
+  hits: Hit[];
+  timings: { retrieval?: number | null; first_token?: number | null; total?: number | null };
+}
+
+// ---------------------------------------------------------------------------
+// citeline/ask
+// ---------------------------------------------------------------------------
+
+export const AskMethod = 'citeline/ask';
+
+export interface AskParams {
+  question: string;
+  folder?: FolderUri;
+  /** When present, the answer streams as `$/progress` with this token. */
+  partialResultToken?: string | number;
+}
+
+/** `$/progress` value for an ask's partialResultToken. */
+export interface AskDelta {
+  delta: string;
+}
+
+/** JSON-RPC error code of a cancelled request (`$/cancelRequest`). */
+export const RequestCancelled = -32800;
+
+// ---------------------------------------------------------------------------
+// citeline/search
+// ---------------------------------------------------------------------------
+
+export const SearchMethod = 'citeline/search';
+
+export interface SearchParams {
+  query: string;
+  k?: number;
+  folder?: FolderUri;
+}
+
+export interface SearchResult {
+  hits: Hit[];
+}
+
+// ---------------------------------------------------------------------------
+// citeline/status (request, and notification server -> client)
+// ---------------------------------------------------------------------------
+
+export const StatusMethod = 'citeline/status';
+
+export type FolderState = 'indexing' | 'ready' | 'error';
+
+export interface FileError {
+  path: string;
+  message: string;
+}
+
+export interface FolderStatus {
+  uri: FolderUri;
+  state: FolderState;
+  files: number;
+  chunks: number;
+  /** Files waiting to be (re)indexed. */
+  pending: number;
+  errors: FileError[];
+  /** Not in the contract; shown when a server sends it. */
+  message?: string;
+}
+
+export interface StatusResult {
+  folders: FolderStatus[];
+  models?: { embedding?: string; generation?: string };
+}
+
+// ---------------------------------------------------------------------------
+// citeline/reindex
+// ---------------------------------------------------------------------------
+
+export const ReindexMethod = 'citeline/reindex';
+
+export interface ReindexParams {
+  folder?: FolderUri;
+}
+
+export interface ReindexFolderReport {
+  uri: FolderUri;
+  files: number;
+  chunks: number;
+  embedded: number;
+  reused: number;
+  removed: number;
+  errors: FileError[] | number;
+}
+
+export interface ReindexResult {
+  folders: ReindexFolderReport[];
+}
+
+// ---------------------------------------------------------------------------
+// Hover: extra field the VS Code client adds to textDocument/hover params.
+// ---------------------------------------------------------------------------
+
+export interface HoverExtension {
+  citeline?: { selection?: string };
+}
+
+// ---------------------------------------------------------------------------
+// Server commands (workspace/executeCommand). The extension's own VS Code
+// commands use other ids (citeline.askQuestion, ...) because
+// vscode-languageclient registers these in VS Code for the server.
+// ---------------------------------------------------------------------------
+
+export const ServerCommands = {
+  ask: 'citeline.ask',
+  search: 'citeline.search',
+  reindex: 'citeline.reindex',
+  status: 'citeline.status',
+  openCitation: 'citeline.openCitation',
+} as const;
+
+/** Diagnostics about documents that cannot be indexed carry this source. */
+export const DiagnosticSource = 'citeline';

@@ -1,0 +1,355 @@
+/**
+ * Launches `citeline serve` over stdio with vscode-languageclient, keeps it in
+ * step with the settings (restarting it when a setting needs that), and tracks
+ * its status (`citeline/status`) and indexing progress.
+ */
+import * as vscode from 'vscode';
+import {
+  DidChangeConfigurationNotification,
+  LanguageClient,
+  ProgressType,
+  RevealOutputChannelOn,
+  State,
+  type LanguageClientOptions,
+  type Middleware,
+  type ServerOptions,
+} from 'vscode-languageclient/node';
+
+import { hasDocumentsFolder, serverCommand, serverCwd, serverSettings } from './config';
+import { StatusMethod, type StatusResult } from './protocol';
+import { SECTION, needsRestart } from './settings';
+import type { ClientState, IndexProgress } from './statusModel';
+
+export class ServerNotRunning extends Error {
+  constructor(detail = 'The Citeline server is not running.') {
+    super(detail);
+  }
+}
+
+export class CitelineServer implements vscode.Disposable {
+  readonly output: vscode.OutputChannel;
+  private client: LanguageClient | undefined;
+  private starting: Promise<LanguageClient | undefined> | undefined;
+  private intentionalStop = false;
+  private readonly disposables: vscode.Disposable[] = [];
+  private readonly changed = new vscode.EventEmitter<void>();
+  /** Fires when the status, progress or client state changes. */
+  readonly onDidChange = this.changed.event;
+  status: StatusResult | undefined;
+  progress: IndexProgress | undefined;
+  state: ClientState = 'stopped';
+  commandLine = '';
+  private indexingTokens = new Set<string | number>();
+  private restartTimer: NodeJS.Timeout | undefined;
+
+  /** Middleware added to the client's (hover), set before the first start. */
+  extraMiddleware: Middleware = {};
+
+  constructor() {
+    this.output = vscode.window.createOutputChannel('Citeline');
+    this.disposables.push(
+      this.output,
+      this.changed,
+      vscode.workspace.onDidChangeConfiguration((e) => this.onConfigurationChanged(e)),
+    );
+  }
+
+  /** The running client, or undefined. */
+  get running(): LanguageClient | undefined {
+    return this.client && this.client.state === State.Running ? this.client : undefined;
+  }
+
+  /** Starts the server if there is a documents folder (at activation). */
+  async startIfUseful(): Promise<void> {
+    if (hasDocumentsFolder()) {
+      await this.start();
+    } else {
+      this.output.appendLine('No workspace folder and no citeline.folders: the server starts on first use.');
+    }
+  }
+
+  /** The running client, starting the server if needed. Throws ServerNotRunning. */
+  async ensureClient(): Promise<LanguageClient> {
+    if (this.running) {
+      return this.running;
+    }
+    // The library restarts a crashed server by itself: wait for that rather than start another.
+    if (this.client && this.client.state === State.Starting) {
+      await this.whenSettled(this.client, 120_000);
+      if (this.running) {
+        return this.running;
+      }
+    }
+    const client = await this.start();
+    if (!client || client.state !== State.Running) {
+      throw new ServerNotRunning('The Citeline server could not start. See "Citeline: Show Logs".');
+    }
+    return client;
+  }
+
+  private whenSettled(client: LanguageClient, timeoutMs: number): Promise<void> {
+    return new Promise((resolve) => {
+      const timer = setTimeout(done, timeoutMs);
+      const sub = client.onDidChangeState((e) => {
+        if (e.newState !== State.Starting) {
+          done();
+        }
+      });
+      function done(): void {
+        clearTimeout(timer);
+        sub.dispose();
+        resolve();
+      }
+    });
+  }
+
+  start(): Promise<LanguageClient | undefined> {
+    if (this.running) {
+      return Promise.resolve(this.running);
+    }
+    if (!this.starting) {
+      this.starting = this.doStart().finally(() => {
+        this.starting = undefined;
+      });
+    }
+    return this.starting;
+  }
+
+  private setState(state: ClientState): void {
+    this.state = state;
+    this.changed.fire();
+  }
+
+  private async doStart(): Promise<LanguageClient | undefined> {
+    const previous = this.client;
+    if (previous) {
+      // A client that gave up (crashed too often, or failed to start).
+      this.client = undefined;
+      await previous.dispose(2000).catch(() => undefined);
+    }
+    const { cmd, problems, line } = serverCommand();
+    const { settings, problems: settingProblems } = serverSettings();
+    for (const p of [...problems, ...settingProblems]) {
+      this.output.appendLine(`[client] warning: ${p}`);
+      void vscode.window.showWarningMessage(`Citeline: ${p}`);
+    }
+    this.commandLine = line;
+    this.output.appendLine(`[client] starting: ${line} (from ${cmd.source})`);
+    // No `transport`: stdio, without the `--stdio` argument the library would append.
+    const exec = {
+      command: cmd.command,
+      args: cmd.args,
+      options: { cwd: serverCwd(), env: { ...process.env, PYTHONUNBUFFERED: '1', PYTHONIOENCODING: 'utf-8' } },
+    } as const;
+    const serverOptions: ServerOptions = { run: exec, debug: exec };
+
+    const middleware: Middleware = {
+      ...this.extraMiddleware,
+      // Indexing progress also drives the status bar item.
+      handleWorkDoneProgress: (token, params, next) => {
+        this.onWorkDoneProgress(token, params);
+        next(token, params);
+      },
+      workspace: {
+        ...this.extraMiddleware.workspace,
+        // Answer with the settings the user set (not VS Code's defaults, which would hide citeline.toml).
+        configuration: async (params, token, next) => {
+          const others = await next(params, token);
+          if (!Array.isArray(others)) {
+            return others;
+          }
+          return params.items.map((item, i) => (item.section === SECTION ? serverSettings().settings : others[i]));
+        },
+        // When the server registers for didChangeConfiguration, the client library
+        // would send VS Code's whole configuration (defaults included) or `null`:
+        // send the settings the user set instead.
+        didChangeConfiguration: async () => this.sendSettings(),
+      },
+    };
+
+    const clientOptions: LanguageClientOptions = {
+      // Hover works on any document; didOpen/didSave reach the server for every file.
+      documentSelector: [{ scheme: 'file' }, { scheme: 'untitled' }],
+      outputChannel: this.output,
+      revealOutputChannelOn: RevealOutputChannelOn.Never,
+      initializationOptions: settings,
+      diagnosticCollectionName: 'citeline',
+      middleware,
+      initializationFailedHandler: (error) => {
+        this.output.appendLine(`[client] initialize failed: ${String(error)}`);
+        return false;
+      },
+    };
+
+    const client = new LanguageClient('citeline', 'Citeline', serverOptions, clientOptions);
+    this.client = client;
+    this.status = undefined;
+    this.progress = undefined;
+    this.indexingTokens.clear();
+    this.intentionalStop = false;
+    client.onDidChangeState((e) => {
+      if (client !== this.client) {
+        return;
+      }
+      if (e.newState === State.Starting) {
+        this.setState('starting');
+      } else if (e.newState === State.Running) {
+        this.setState('running');
+      } else {
+        this.status = undefined;
+        this.progress = undefined;
+        this.setState(this.intentionalStop ? 'stopped' : 'failed');
+      }
+    });
+    client.onNotification(StatusMethod, (params: StatusResult) => {
+      if (client === this.client) {
+        this.status = params;
+        this.changed.fire();
+      }
+    });
+    this.setState('starting');
+    try {
+      await client.start();
+    } catch (error) {
+      this.output.appendLine(`[client] could not start "${line}": ${String(error)}`);
+      this.setState('failed');
+      void vscode.window
+        .showErrorMessage(
+          `Citeline: could not start the server (${line}). Install Citeline, or set "citeline.server.command" or "citeline.server.python".`,
+          'Open Settings',
+          'Show Logs',
+        )
+        .then((choice) => {
+          if (choice === 'Open Settings') {
+            void vscode.commands.executeCommand('workbench.action.openSettings', 'citeline.server');
+          } else if (choice === 'Show Logs') {
+            this.output.show(true);
+          }
+        });
+      return undefined;
+    }
+    this.setState('running');
+    void this.refreshStatus();
+    return client;
+  }
+
+  /** Asks the server for its status (the notification keeps it current afterwards). */
+  async refreshStatus(): Promise<StatusResult | undefined> {
+    const client = this.running;
+    if (!client) {
+      return this.status;
+    }
+    try {
+      const status = await client.sendRequest<StatusResult>(StatusMethod, {});
+      if (client === this.client && status) {
+        this.status = status;
+        this.changed.fire();
+      }
+    } catch (error) {
+      this.output.appendLine(`[client] ${StatusMethod} failed: ${String(error)}`);
+    }
+    return this.status;
+  }
+
+  private onWorkDoneProgress(token: string | number, params: { kind: string; title?: string; percentage?: number; message?: string }): void {
+    if (params.kind === 'begin') {
+      if (params.title !== undefined && !/index/i.test(params.title)) {
+        return;
+      }
+      this.indexingTokens.add(token);
+      this.progress = { title: params.title, percentage: params.percentage, message: params.message };
+    } else if (!this.indexingTokens.has(token)) {
+      return;
+    } else if (params.kind === 'report') {
+      this.progress = {
+        ...this.progress,
+        percentage: params.percentage ?? this.progress?.percentage,
+        message: params.message ?? this.progress?.message,
+      };
+    } else if (params.kind === 'end') {
+      this.indexingTokens.delete(token);
+      this.progress = undefined;
+    }
+    this.changed.fire();
+  }
+
+  async stop(): Promise<void> {
+    const client = this.client;
+    if (!client) {
+      return;
+    }
+    this.intentionalStop = true;
+    try {
+      if (client.state !== State.Stopped) {
+        await client.stop(5000);
+      }
+    } catch (error) {
+      this.output.appendLine(`[client] stop: ${String(error)}`);
+    }
+    try {
+      await client.dispose(2000);
+    } catch {
+      // already stopped
+    }
+    if (this.client === client) {
+      this.client = undefined;
+    }
+    this.status = undefined;
+    this.progress = undefined;
+    this.setState('stopped');
+  }
+
+  async restart(): Promise<void> {
+    this.output.appendLine('[client] restarting the server');
+    await this.stop();
+    await this.start();
+  }
+
+  /** Sends a request to the running server (starting it if needed). */
+  async request<R>(method: string, params: object, token?: vscode.CancellationToken): Promise<R> {
+    const client = await this.ensureClient();
+    return token ? client.sendRequest<R>(method, params, token) : client.sendRequest<R>(method, params);
+  }
+
+  /** Subscribes to `$/progress` for a partialResultToken. */
+  onPartialResult<P>(client: LanguageClient, token: string, handler: (value: P) => void): vscode.Disposable {
+    return client.onProgress(new ProgressType<P>(), token, handler);
+  }
+
+  private onConfigurationChanged(e: vscode.ConfigurationChangeEvent): void {
+    if (!e.affectsConfiguration(SECTION)) {
+      return;
+    }
+    if (needsRestart((key) => e.affectsConfiguration(key))) {
+      // Several settings often change together (settings.json edit): restart once.
+      clearTimeout(this.restartTimer);
+      this.restartTimer = setTimeout(() => {
+        if (this.client || hasDocumentsFolder()) {
+          void this.restart();
+        }
+      }, 300);
+      return;
+    }
+    const { problems } = serverSettings();
+    for (const p of problems) {
+      void vscode.window.showWarningMessage(`Citeline: ${p}`);
+    }
+    void this.sendSettings();
+  }
+
+  /** `workspace/didChangeConfiguration` with `settings.citeline` = the settings the user set. */
+  private async sendSettings(): Promise<void> {
+    const client = this.running;
+    if (client) {
+      await client.sendNotification(DidChangeConfigurationNotification.type, { settings: { [SECTION]: serverSettings().settings } });
+    }
+  }
+
+  dispose(): void {
+    clearTimeout(this.restartTimer);
+    void this.stop();
+    for (const d of this.disposables) {
+      d.dispose();
+    }
+  }
+}

@@ -1,0 +1,169 @@
+/**
+ * What the status bar item and the status view say. Pure (no `vscode` import): unit-tested.
+ */
+import type { FolderStatus, StatusResult } from './protocol';
+
+export type ClientState = 'starting' | 'running' | 'stopped' | 'failed';
+
+/** Latest indexing work-done progress (`$/progress` begin/report). */
+export interface IndexProgress {
+  title?: string;
+  percentage?: number;
+  message?: string;
+}
+
+export type Overall = 'starting' | 'indexing' | 'ready' | 'error' | 'stopped' | 'empty';
+
+export interface StatusSummary {
+  overall: Overall;
+  /** Status bar text, with a `$(codicon)`. */
+  text: string;
+  /** Plain-text tooltip. */
+  tooltip: string;
+}
+
+export function plural(n: number, one: string, many = `${one}s`): string {
+  return `${n} ${n === 1 ? one : many}`;
+}
+
+/** The last path segment of a folder URI, decoded. */
+export function folderName(uri: string): string {
+  const trimmed = uri.replace(/\/+$/, '');
+  const last = trimmed.slice(trimmed.lastIndexOf('/') + 1);
+  try {
+    return decodeURIComponent(last) || uri;
+  } catch {
+    return last || uri;
+  }
+}
+
+function totals(folders: readonly FolderStatus[]): { files: number; chunks: number; pending: number; errors: number } {
+  return folders.reduce(
+    (t, f) => ({
+      files: t.files + (f.files ?? 0),
+      chunks: t.chunks + (f.chunks ?? 0),
+      pending: t.pending + (f.pending ?? 0),
+      errors: t.errors + (f.errors?.length ?? 0),
+    }),
+    { files: 0, chunks: 0, pending: 0, errors: 0 },
+  );
+}
+
+function folderLine(f: FolderStatus): string {
+  let line = `${folderName(f.uri)}: ${f.state}, ${plural(f.files ?? 0, 'file')}, ${plural(f.chunks ?? 0, 'chunk')}`;
+  if (f.pending) {
+    line += `, ${f.pending} pending`;
+  }
+  if (f.errors?.length) {
+    line += `, ${plural(f.errors.length, 'document')} not indexed`;
+  }
+  if (f.message) {
+    line += ` (${f.message})`;
+  }
+  return line;
+}
+
+/** Folds the folders' states (and the client's) into one status bar state. */
+export function summarizeStatus(
+  status: StatusResult | undefined,
+  progress: IndexProgress | undefined,
+  client: ClientState,
+  options: { expectFolders?: boolean } = {},
+): StatusSummary {
+  const click = 'Click for details.';
+  if (client === 'stopped') {
+    return { overall: 'stopped', text: '$(circle-slash) Citeline: stopped', tooltip: `The Citeline server is not running. ${click}` };
+  }
+  if (client === 'failed') {
+    return {
+      overall: 'error',
+      text: '$(error) Citeline: server failed',
+      tooltip: `The Citeline server could not start or stopped unexpectedly. See "Citeline: Show Logs". ${click}`,
+    };
+  }
+  if (client === 'starting' || status === undefined) {
+    return { overall: 'starting', text: '$(loading~spin) Citeline: starting', tooltip: 'Starting the Citeline server…' };
+  }
+  const folders = status.folders ?? [];
+  if (folders.length === 0 && options.expectFolders) {
+    // The daemon reports before it has opened the workspace's folders.
+    return { overall: 'starting', text: '$(loading~spin) Citeline: starting', tooltip: 'Opening the documents folders…' };
+  }
+  if (folders.length === 0) {
+    return { overall: 'empty', text: '$(book) Citeline: no folder', tooltip: `No documents folder: open a folder or set citeline.folders. ${click}` };
+  }
+  const t = totals(folders);
+  const lines = folders.map(folderLine);
+  if (status.models?.embedding || status.models?.generation) {
+    lines.push(`models: ${[status.models.embedding, status.models.generation].filter(Boolean).join(', ')}`);
+  }
+  const tooltip = `${lines.join('\n')}\n${click}`;
+  if (folders.some((f) => f.state === 'error')) {
+    return { overall: 'error', text: '$(error) Citeline: error', tooltip };
+  }
+  if (folders.some((f) => f.state === 'indexing')) {
+    let detail = '';
+    if (progress && typeof progress.percentage === 'number') {
+      detail = ` ${Math.round(Math.max(0, Math.min(100, progress.percentage)))}%`;
+    } else if (t.pending > 0) {
+      detail = ` (${t.pending} pending)`;
+    }
+    const current = progress?.message ? `\nnow: ${progress.message}` : '';
+    return { overall: 'indexing', text: `$(sync~spin) Citeline: indexing${detail}`, tooltip: tooltip + current };
+  }
+  const warn = t.errors > 0 ? ` · $(warning) ${t.errors}` : '';
+  return {
+    overall: 'ready',
+    text: `$(book) Citeline: ready · ${plural(t.files, 'file')} · ${plural(t.chunks, 'chunk')}${warn}`,
+    tooltip,
+  };
+}
+
+function mdEscape(text: string): string {
+  return text.replace(/([\\`*_{}[\]()#+\-.!|<>])/g, '\\$1');
+}
+
+/** Joins a folder URI and a relative path into a file URI (path segments encoded). */
+export function joinUri(folderUri: string, rel: string): string {
+  const base = folderUri.replace(/\/+$/, '');
+  return `${base}/${rel.split('/').map(encodeURIComponent).join('/')}`;
+}
+
+/** The status view: a Markdown document. */
+export function renderStatusMarkdown(
+  status: StatusResult | undefined,
+  client: ClientState,
+  info: { command?: string; progress?: IndexProgress; updated?: Date } = {},
+): string {
+  const out: string[] = ['# Citeline status', ''];
+  const summary = summarizeStatus(status, info.progress, client);
+  out.push(`**${mdEscape(summary.text.replace(/\$\([^)]*\)\s*/g, ''))}**`, '');
+  if (info.command) {
+    out.push(`Server: \`${info.command.replace(/`/g, "'")}\``, '');
+  }
+  if (status?.models) {
+    out.push(`Embedding model: ${mdEscape(status.models.embedding ?? '—')}  `);
+    out.push(`Generation model: ${mdEscape(status.models.generation ?? '—')}`, '');
+  }
+  if (info.progress?.percentage !== undefined || info.progress?.message) {
+    out.push(`Indexing: ${info.progress.percentage ?? '?'}% ${mdEscape(info.progress.message ?? '')}`, '');
+  }
+  for (const f of status?.folders ?? []) {
+    out.push(`## ${mdEscape(folderName(f.uri))}`, '');
+    out.push(`- folder: ${mdEscape(f.uri)}`);
+    out.push(`- state: **${f.state}**${f.message ? ` (${mdEscape(f.message)})` : ''}`);
+    out.push(`- files: ${f.files ?? 0}, chunks: ${f.chunks ?? 0}, pending: ${f.pending ?? 0}`);
+    if (f.errors?.length) {
+      out.push('', `### Not indexed (${f.errors.length})`, '');
+      for (const e of f.errors) {
+        out.push(`- [${mdEscape(e.path)}](${joinUri(f.uri, e.path)}): ${mdEscape(e.message)}`);
+      }
+    }
+    out.push('');
+  }
+  out.push('', 'Commands: *Citeline: Reindex*, *Citeline: Show Logs*, *Citeline: Restart Server*.');
+  if (info.updated) {
+    out.push('', `_Updated ${info.updated.toISOString()}_`);
+  }
+  return out.join('\n') + '\n';
+}

@@ -1,0 +1,335 @@
+// Drives code-server (a real VS Code) with headless Chromium through playwright-core:
+// the Citeline extension and its daemon on a copy of the sample documents.
+//
+//   node run_e2e.mjs --url http://127.0.0.1:PORT --workspace /abs/docs --out /abs/test-results
+//
+// `playwright-core` must resolve (scripts/e2e.sh sets NODE_PATH to the e2e prefix).
+// Every wait is on state (status bar text, panel contents, editor state), bounded.
+// Exits non-zero on the first failed check, after a failure.png screenshot.
+//
+// The palette-retry and launch details follow the vscode-e2e recipe (MIT) Citeline's
+// developers use.
+import fs from 'node:fs';
+import { createRequire } from 'node:module';
+import os from 'node:os';
+import path from 'node:path';
+
+const require = createRequire(import.meta.url);
+const { chromium } = require('playwright-core');
+
+const argv = process.argv.slice(2);
+const opt = (name, dflt) => {
+  const i = argv.indexOf(`--${name}`);
+  return i >= 0 ? argv[i + 1] : dflt;
+};
+const url = opt('url');
+const workspace = opt('workspace');
+const outDir = opt('out', process.cwd());
+const question = opt('question', 'Where does Citeline store its index?');
+if (!url || !workspace) {
+  console.error('usage: node run_e2e.mjs --url URL --workspace DIR --out DIR [--question Q]');
+  process.exit(2);
+}
+const u = new URL(url);
+if (u.hostname !== '127.0.0.1' && u.hostname !== 'localhost') throw new Error('loopback only');
+fs.mkdirSync(outDir, { recursive: true });
+
+const READY_TIMEOUT = 600_000; // model load + first indexing of the samples
+const ANSWER_TIMEOUT = 300_000;
+const t0 = Date.now();
+const secs = () => ((Date.now() - t0) / 1000).toFixed(1);
+const mark = (msg) => console.log(`[e2e +${secs()}s] ${msg}`);
+const timings = {};
+const check = (cond, msg) => {
+  if (!cond) throw new Error(msg);
+};
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+async function runCommand(page, title, timeoutMs = 60_000) {
+  // Right after the workbench shows, a freshly installed extension's commands may
+  // not be registered yet ("No matching commands"): retry, bounded.
+  const end = Date.now() + timeoutMs;
+  for (let attempt = 1; ; attempt++) {
+    await page.keyboard.press('F1');
+    const input = page.locator('.quick-input-widget input.input');
+    await input.waitFor({ state: 'visible', timeout: 15_000 });
+    await input.fill(`>${title}`);
+    const row = page.locator('.quick-input-list .monaco-list-row', { hasText: title }).first();
+    try {
+      await row.waitFor({ state: 'visible', timeout: 3000 });
+      await page.keyboard.press('Enter');
+      return;
+    } catch {
+      await page.keyboard.press('Escape');
+      if (Date.now() > end) throw new Error(`command "${title}" not in the palette after ${timeoutMs} ms`);
+      await page.waitForTimeout(1000);
+    }
+  }
+}
+
+function citelineStatus(page) {
+  return page.locator('.statusbar-item', { hasText: 'Citeline:' }).first();
+}
+
+/** The frame of the answer panel's webview (the one holding #history). */
+async function answerFrame(page, timeoutMs) {
+  const end = Date.now() + timeoutMs;
+  while (Date.now() < end) {
+    for (const frame of page.frames()) {
+      try {
+        if ((await frame.locator('#history').count()) > 0) return frame;
+      } catch {
+        // frame detached while looking
+      }
+    }
+    await sleep(250);
+  }
+  throw new Error('answer panel (webview with #history) did not appear');
+}
+
+/** Expected editor state after opening lines [start, end] (1-based) of a file. */
+function expectedSelection(file, start, end) {
+  const lines = fs.readFileSync(file, 'utf8').split(/\r?\n/);
+  const last = Math.min(end, lines.length);
+  const text = lines.slice(start - 1, last).join('\n');
+  return { line: last, selected: text.length, firstLine: lines[start - 1] };
+}
+
+const profile = fs.mkdtempSync(path.join(os.tmpdir(), 'citeline-e2e-chromium-'));
+const context = await chromium.launchPersistentContext(profile, {
+  executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
+  headless: true,
+  viewport: { width: 1500, height: 950 },
+  args: [
+    '--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+    '--disable-background-networking', '--disable-component-update', '--disable-sync',
+  ],
+});
+let failed = false;
+const page = context.pages()[0] || (await context.newPage());
+page.on('pageerror', (e) => console.log('[pageerror]', String(e).slice(0, 300)));
+try {
+  // ---- workbench, and the daemon ready -------------------------------------------
+  await page.goto(`${u.origin}/?folder=${encodeURIComponent(workspace)}`, { waitUntil: 'domcontentloaded', timeout: 60_000 });
+  await page.locator('.monaco-workbench').waitFor({ state: 'visible', timeout: 90_000 });
+  mark('workbench visible');
+  const status = citelineStatus(page);
+  await status.waitFor({ state: 'visible', timeout: 120_000 });
+  mark(`status bar: "${(await status.innerText()).trim()}"`);
+  let lastStatus = '';
+  const readyEnd = Date.now() + READY_TIMEOUT;
+  for (;;) {
+    const text = (await status.innerText()).trim().replace(/\s+/g, ' ');
+    if (text !== lastStatus) {
+      mark(`status bar: "${text}"`);
+      lastStatus = text;
+    }
+    if (/Citeline: ready/.test(text)) break;
+    if (/Citeline: (error|server failed|stopped)/.test(text)) throw new Error(`daemon state: ${text}`);
+    if (Date.now() > readyEnd) throw new Error(`status bar not "ready" after ${READY_TIMEOUT / 1000}s: ${text}`);
+    await sleep(250);
+  }
+  timings.ready = secs();
+  const readyText = lastStatus;
+  check(/\d+ files? · \d+ chunks?/.test(readyText), `ready status lacks file/chunk counts: ${readyText}`);
+
+  // ---- diagnostics: the broken document's problem is in the Problems panel ----------------
+  await page.keyboard.press('Control+Shift+M');
+  const problem = page.locator('.markers-panel .monaco-list-row', { hasText: 'broken.pdf' }).first();
+  await problem.waitFor({ state: 'visible', timeout: 60_000 });
+  const detail = page.locator('.markers-panel .monaco-list-row', { hasText: 'citeline' }).first();
+  await detail.waitFor({ state: 'visible', timeout: 30_000 });
+  mark(`Problems panel: ${(await problem.innerText()).replace(/\s+/g, ' ').trim()} / ${(await detail.innerText()).replace(/\s+/g, ' ').trim()}`);
+  await page.screenshot({ path: path.join(outDir, 'problems.png') });
+  await page.keyboard.press('Control+J'); // hide the panel again
+
+  // ---- ask -----------------------------------------------------------------------
+  await runCommand(page, 'Citeline: Ask a Question');
+  const askInput = page.locator('.quick-input-widget input.input');
+  await page.locator('.quick-input-widget', { hasText: 'Ask your documents' }).waitFor({ state: 'visible', timeout: 15_000 });
+  await askInput.fill(question);
+  await page.keyboard.press('Enter');
+  const askedAt = Date.now();
+  mark(`asked: "${question}"`);
+  const frame = await answerFrame(page, 60_000);
+  const entry = frame.locator('#history .entry').first();
+  await entry.waitFor({ state: 'attached', timeout: 30_000 });
+  check((await entry.locator('.question').innerText()).trim() === question, 'panel does not show the question');
+
+  // Watch the panel until the answer is done, noting the partial texts seen on the way.
+  const partials = new Set();
+  let firstTextAt;
+  const answerEnd = Date.now() + ANSWER_TIMEOUT;
+  for (;;) {
+    const cls = (await entry.getAttribute('class')) ?? '';
+    if (!cls.includes('state-streaming')) break;
+    const answerDiv = entry.locator('.answer');
+    if ((await answerDiv.count()) > 0) {
+      const text = await answerDiv.innerText();
+      if (text) {
+        firstTextAt ??= Date.now();
+        partials.add(text.length);
+      }
+    }
+    if (Date.now() > answerEnd) throw new Error(`no answer after ${ANSWER_TIMEOUT / 1000}s`);
+    await sleep(100);
+  }
+  timings.answer = ((Date.now() - askedAt) / 1000).toFixed(1);
+  const cls = (await entry.getAttribute('class')) ?? '';
+  const answerText = (await entry.locator('.answer').innerText().catch(() => '')).trim();
+  mark(`answer (${timings.answer}s, class "${cls}"): ${JSON.stringify(answerText.slice(0, 400))}`);
+  mark(`streaming: ${partials.size} partial text state(s) seen before the final answer` +
+    (firstTextAt ? `, first text ${((firstTextAt - askedAt) / 1000).toFixed(1)}s after asking` : ''));
+  if (!cls.includes('state-done')) {
+    const why = (await entry.locator('.error, .degraded').count()) ? await entry.locator('.error, .degraded').first().innerText() : '';
+    throw new Error(`answer did not finish: ${cls} ${why}`);
+  }
+  check(!cls.includes('refused'), `the daemon refused: ${answerText}`);
+  check(partials.size >= 1, 'the answer did not stream into the panel (no partial text before the result)');
+  const citeLinks = entry.locator('ol.citations a.cite');
+  const nCitations = await citeLinks.count();
+  check(nCitations >= 1, 'no citations listed under the answer');
+  const citationTexts = await citeLinks.allInnerTexts();
+  mark(`citations: ${citationTexts.map((t) => t.replace(/\s+/g, ' ').trim()).join(' | ')}`);
+  const markers = entry.locator('.answer a.marker');
+  mark(`[n] markers linked in the text: ${await markers.count()}`);
+  await page.screenshot({ path: path.join(outDir, 'answer.png') });
+  mark(`screenshot ${path.join(outDir, 'answer.png')}`);
+
+  // ---- jump to a (text) citation ---------------------------------------------------
+  // A marker in the text if it points at a text file, else the first text citation listed.
+  const candidates = [];
+  for (let i = 0; i < (await markers.count()); i++) candidates.push(markers.nth(i));
+  for (let i = 0; i < nCitations; i++) candidates.push(citeLinks.nth(i));
+  let link;
+  for (const c of candidates) {
+    const lines = await c.getAttribute('data-lines');
+    if (lines) {
+      link = c;
+      break;
+    }
+  }
+  check(link, 'no citation with a line range (all PDF?)');
+  const relPath = await link.getAttribute('data-path');
+  const [start, end] = (await link.getAttribute('data-lines')).split('-').map(Number);
+  mark(`clicking ${(await link.innerText()).trim()} -> ${relPath} lines ${start}-${end}`);
+  await link.click();
+  const base = path.posix.basename(relPath);
+  const activeTab = page.locator('.tabs-container .tab.active', { hasText: base });
+  await activeTab.waitFor({ state: 'visible', timeout: 30_000 });
+  const want = expectedSelection(path.join(workspace, ...relPath.split('/')), start, end);
+  const selStatus = page.locator('[id="status.editor.selection"]');
+  const wantText = new RegExp(`Ln ${want.line}, Col \\d+ \\(${want.selected} selected\\)`);
+  let selText = '';
+  const selEnd = Date.now() + 15_000;
+  while (Date.now() < selEnd) {
+    selText = (await selStatus.innerText().catch(() => '')).trim();
+    if (wantText.test(selText)) break;
+    await sleep(200);
+  }
+  mark(`editor: tab "${base}", status "${selText}"`);
+  check(wantText.test(selText), `expected "Ln ${want.line}, Col N (${want.selected} selected)" in the status bar, got "${selText}"`);
+  const firstWords = want.firstLine.trim().slice(0, 30);
+  if (firstWords) {
+    const visible = await page.locator('.editor-group-container.active .monaco-editor .view-lines').first().innerText();
+    check(visible.replace(/\s+/g, ' ').includes(firstWords.replace(/\s+/g, ' ')), `cited line ${start} not revealed ("${firstWords}")`);
+  }
+  await page.screenshot({ path: path.join(outDir, 'citation.png') });
+  mark('cited file shown with the cited lines selected and revealed');
+
+  // ---- hover a selection ----------------------------------------------------------
+  const editor = page.locator('.editor-group-container.active .monaco-editor').first();
+  const selected = editor.locator('.view-overlays .selected-text').first();
+  await selected.waitFor({ state: 'visible', timeout: 10_000 });
+  const box = await selected.boundingBox();
+  check(box, 'selection not on screen');
+  let hoverText = '';
+  const hover = page.locator('.monaco-hover').filter({ has: page.locator('a') }).filter({ hasText: /\.(md|html|pdf|txt)(:\d+|, page \d+)/ });
+  for (let attempt = 1; attempt <= 4 && !hoverText; attempt++) {
+    const x = box.x + Math.min(box.width / 2, 60) + attempt * 4;
+    await page.mouse.move(x, box.y + box.height / 2);
+    await page.mouse.move(x + 2, box.y + box.height / 2);
+    try {
+      await hover.first().waitFor({ state: 'visible', timeout: 20_000 });
+      hoverText = (await hover.first().innerText()).trim();
+    } catch {
+      const shown = await page.locator('.monaco-hover').allInnerTexts().catch(() => []);
+      mark(`no passages hover yet (attempt ${attempt}); hovers shown: ${JSON.stringify(shown.map((t) => t.slice(0, 80)))}`);
+      await page.screenshot({ path: path.join(outDir, `hover-attempt-${attempt}.png`) });
+      await page.mouse.move(5, 5);
+      await sleep(500);
+    }
+  }
+  check(hoverText, 'hovering the selection showed no passages');
+  const hoverLinks = await hover.first().locator('a').allInnerTexts();
+  mark(`hover: ${hoverLinks.length} link(s): ${hoverLinks.slice(0, 5).join(', ')}`);
+  await page.screenshot({ path: path.join(outDir, 'hover.png') });
+  // Move away to close the hover (Escape would also clear the selection).
+  await page.mouse.move(5, 5);
+
+  // ---- Search Selection -----------------------------------------------------------
+  await runCommand(page, 'Citeline: Search Selection');
+  const rows = page.locator('.quick-input-widget .quick-input-list .monaco-list-row');
+  await page.locator('.quick-input-widget', { hasText: 'Citeline: passages for' }).waitFor({ state: 'visible', timeout: 15_000 });
+  await rows.first().waitFor({ state: 'visible', timeout: 60_000 });
+  const firstRow = (await rows.first().innerText()).replace(/\s+/g, ' ').trim();
+  mark(`search selection: ${await rows.count()} result(s); first: ${firstRow.slice(0, 120)}`);
+  const rowFile = /^(\S+?\.(?:md|html|pdf|txt))/.exec(firstRow)?.[1];
+  await page.keyboard.press('Enter');
+  if (rowFile) {
+    await page.locator('.tabs-container .tab.active', { hasText: path.posix.basename(rowFile) }).waitFor({ state: 'visible', timeout: 30_000 });
+    mark(`opened ${rowFile}`);
+  }
+
+  // ---- a PDF citation opens the PDF and says which page ----------------------------------
+  const pdfLink = frame.locator('#history .entry').first().locator('ol.citations a.cite[data-page]').first();
+  if ((await pdfLink.count()) > 0) {
+    const pdfPath = await pdfLink.getAttribute('data-path');
+    const pdfPage = await pdfLink.getAttribute('data-page');
+    await pdfLink.click();
+    const toast = page.locator('.notifications-toasts .notification-list-item', { hasText: `page ${pdfPage}` }).first();
+    await toast.waitFor({ state: 'visible', timeout: 30_000 });
+    await page.locator('.tabs-container .tab', { hasText: path.posix.basename(pdfPath) }).first().waitFor({ state: 'visible', timeout: 30_000 });
+    mark(`PDF citation: ${pdfPath} opened; message: ${JSON.stringify((await toast.innerText()).split('\n')[0])}`);
+    await page.screenshot({ path: path.join(outDir, 'pdf.png') });
+  } else {
+    mark('no PDF citation in this answer: PDF opening not exercised');
+  }
+
+  // ---- a second question: the history keeps both -------------------------------------
+  const second = opt('second-question', 'What is the boiling point of tungsten on Mars?');
+  await runCommand(page, 'Citeline: Ask a Question');
+  await page.locator('.quick-input-widget', { hasText: 'Ask your documents' }).waitFor({ state: 'visible', timeout: 15_000 });
+  await page.locator('.quick-input-widget input.input').fill(second);
+  await page.keyboard.press('Enter');
+  const frame2 = await answerFrame(page, 30_000);
+  const newest = frame2.locator('#history .entry').first();
+  await frame2.locator('#history .entry', { hasText: second }).first().waitFor({ state: 'attached', timeout: 30_000 });
+  const secondEnd = Date.now() + ANSWER_TIMEOUT;
+  while (((await newest.getAttribute('class')) ?? '').includes('state-streaming')) {
+    if (Date.now() > secondEnd) throw new Error('no answer to the second question');
+    await sleep(200);
+  }
+  const entries = frame2.locator('#history .entry');
+  check((await entries.count()) === 2, `history should hold 2 questions, holds ${await entries.count()}`);
+  check((await entries.nth(1).locator('.question').innerText()).trim() === question, 'the first question is not kept below the new one');
+  const secondCls = (await newest.getAttribute('class')) ?? '';
+  mark(`second question ("${second}"): ${secondCls}; ${secondCls.includes('refused') ? 'refused, as it should' : 'NOT refused'}`);
+  await page.screenshot({ path: path.join(outDir, 'history.png') });
+
+  // ---- status view ---------------------------------------------------------------
+  await citelineStatus(page).click();
+  await page.locator('.tabs-container .tab', { hasText: 'Citeline Status' }).first().waitFor({ state: 'visible', timeout: 30_000 });
+  mark('status view opened from the status bar item');
+
+  console.log(`E2E TIMINGS ready=${timings.ready}s answer=${timings.answer}s total=${secs()}s`);
+  console.log('E2E PASSED');
+} catch (e) {
+  failed = true;
+  console.error('E2E FAILED:', e && e.message ? e.message : e);
+  await page.screenshot({ path: path.join(outDir, 'failure.png') }).catch(() => {});
+} finally {
+  await context.close().catch(() => {});
+  fs.rmSync(profile, { recursive: true, force: true });
+}
+process.exit(failed ? 1 : 0);
