@@ -342,6 +342,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     cache = Path(args.cache)
     docs = ensure_corpus(cache, args.chunks, args.synthetic_vectors)
     words = vocabulary()
+    load_before = os.getloadavg()[0]
     client = Client()
     started = time.perf_counter()
     await client.start(docs, cache / "daemon.log")
@@ -382,6 +383,8 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         "memory_after_ask": after_ask,
         "ask_seconds": round(ask_seconds, 2),
         "ask_generator_called": answer["generator_called"],
+        "load_average": [round(load_before, 2), round(os.getloadavg()[0], 2)],
+        "cpus": os.cpu_count(),
     }
 
 
@@ -416,6 +419,11 @@ def main() -> int:
     print(
         f"memory after an ask    {mib.format(**result['memory_after_ask'])}"
         f"  (generator loaded; the ask took {result['ask_seconds']:.1f} s)"
+    )
+    before, after = result["load_average"]
+    print(
+        f"machine                {result['cpus']} CPUs, 1-minute load average {before}"
+        f" at start, {after} at the end (other work shares the CPUs)"
     )
     if args.json:
         print(json.dumps(result))

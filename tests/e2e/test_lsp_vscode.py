@@ -17,6 +17,7 @@ import pytest_asyncio
 from lsp_harness import (
     ASK_TIMEOUT,
     CHANGE_TIMEOUT,
+    TEST_SETTINGS,
     CitelineClient,
     expect_error,
     folder_status,
@@ -283,6 +284,24 @@ async def test_reindex_reports_the_folder(client: CitelineClient, corpus: Path) 
     assert report["uri"] == corpus.as_uri()
     assert report["files"] == 4
     assert report["embedded"] == 0
+
+
+async def test_a_failing_model_is_an_error_response_not_a_crash(
+    client: CitelineClient, tmp_path: Path
+) -> None:
+    broken = {**TEST_SETTINGS, "generation": {"model": str(tmp_path / "missing.gguf")}}
+    client.workspace_did_change_configuration(
+        types.DidChangeConfigurationParams(settings={"citeline": broken})
+    )
+    error = await expect_error(
+        request(client, "citeline/ask", {"question": "How long should bread dough rise?"}),
+        -32803,
+    )
+    assert "missing.gguf" in error.message
+    client.workspace_did_change_configuration(
+        types.DidChangeConfigurationParams(settings={"citeline": TEST_SETTINGS})
+    )
+    assert (await search(client, "bread dough", k=1))[0]["path"] == "kitchen.md"
 
 
 # -- the folder changes on disk (watcher; no editor involved) ---------------------

@@ -394,11 +394,17 @@ class Folders:
                 paths, progress=on_progress, cancelled=lambda: cancel.is_set() or folder.closed
             )
 
+        def abandon() -> None:
+            for waiter in waiters:
+                if not waiter.done():
+                    waiter.set_exception(WorkspaceError(f"{folder.root} is no longer served"))
+
         started = time.perf_counter()
         try:
             report = await worker.call(work)
         except Exception as exc:
             if folder.closed:
+                abandon()
                 return
             log.error("%s: indexing failed: %s", folder.name, exc, exc_info=exc)
             folder.state = "error"
@@ -410,6 +416,7 @@ class Folders:
                 work_done.end(f"failed: {folder.message}")
         else:
             if folder.closed:
+                abandon()
                 return
             folder.state = "ready"
             folder.message = None

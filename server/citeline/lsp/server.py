@@ -20,7 +20,7 @@ from typing import Any, BinaryIO
 
 import cattrs
 from lsprotocol import converters, types
-from pygls.exceptions import JsonRpcException
+from pygls.exceptions import FeatureRequestError, JsonRpcException
 from pygls.lsp.server import LanguageServer
 from pygls.protocol import (
     JsonRPCNotification,
@@ -181,7 +181,10 @@ class CitelineServer(LanguageServer):
             self._log_handler = None
 
     def report_server_error(self, error: Exception, source: Any) -> None:
-        # pygls would pop up every failed notification; the log (and logMessage) is enough.
+        # pygls would pop up every failed notification; the log (and logMessage) is
+        # enough.  Failed requests were answered with an error and logged already.
+        if source is FeatureRequestError:
+            return
         log.error("%s: %s", getattr(source, "__name__", source), error)
 
     def stop_workers(self) -> None:

@@ -1,0 +1,46 @@
+;; Drives Citeline from Emacs in batch mode with eglot and the client in
+;; editor-clients/emacs: waits for the folder to be ready, then M-x citeline-ask,
+;; citeline-search and citeline-status, and writes what the user sees as JSON.
+(package-initialize)
+(require 'json)
+(add-to-list 'load-path (getenv "CITELINE_EMACS_CLIENT"))
+(require 'citeline)
+(setq citeline-server-command (list (getenv "CITELINE_PYTHON") "-m" "citeline.cli" "serve"))
+(setq citeline-initialization-options '(:answer (:maxAnswerTokens 48 :timeoutSeconds 600)))
+(setq citeline-request-timeout 900)
+(citeline-setup)
+
+(defun citeline-test-finish (result)
+  (with-temp-file (getenv "CITELINE_TEST_OUT")
+    (insert (json-encode result)))
+  (kill-emacs 0))
+
+(defun citeline-test-ready-p ()
+  (let ((folders (plist-get citeline-last-status :folders)))
+    (and folders (> (length folders) 0)
+         (equal (plist-get (aref folders 0) :state) "ready"))))
+
+(condition-case err
+    (let ((docs (file-name-as-directory (getenv "CITELINE_TEST_DOCS")))
+          (deadline (+ (float-time) (string-to-number (getenv "CITELINE_TEST_TIMEOUT")))))
+      (find-file (expand-file-name "garden.md" docs))
+      (text-mode)
+      (eglot '(text-mode) (cons 'transient docs) 'citeline-server citeline-server-command "text")
+      (while (and (< (float-time) deadline) (not (citeline-test-ready-p)))
+        (accept-process-output nil 0.05))
+      (unless (citeline-test-ready-p)
+        (error "the folder never became ready"))
+      (let* ((answer (citeline-ask (getenv "CITELINE_TEST_QUESTION")))
+             (shown (with-current-buffer "*citeline*" (buffer-string)))
+             (hits (citeline-search (getenv "CITELINE_TEST_QUERY")))
+             (status (citeline-status)))
+        ;; Follow the first source button, as RET on it does.
+        (with-current-buffer "*citeline*"
+          (goto-char (point-min))
+          (search-forward "Sources:")
+          (forward-button 1)
+          (push-button))
+        (citeline-test-finish
+         (list :answer answer :shown shown :hits hits :status status
+               :jump (list :file (buffer-file-name) :line (line-number-at-pos))))))
+  (error (citeline-test-finish (list :error (format "%S" err)))))
