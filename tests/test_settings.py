@@ -47,3 +47,15 @@ def test_broken_toml_gives_defaults_and_a_warning(tmp_path: Path) -> None:
 def test_relative_index_path_is_inside_the_docs(tmp_path: Path) -> None:
     settings, _ = load_settings(tmp_path, {"index": {"path": "idx"}})
     assert settings.index_dir(tmp_path) == tmp_path / "idx"
+
+
+def test_retrieval_defaults_follow_the_embedding_model(tmp_path: Path) -> None:
+    bundled, _ = load_settings(tmp_path)
+    assert not bundled.retrieval.dense_for_cjk
+    own, _ = load_settings(tmp_path, {"embedding": {"model": "/m/bge-m3.gguf"}})
+    assert own.retrieval.dense_for_cjk and own.retrieval.keyword_weight == 0.5
+    # an explicit setting still wins over the model's defaults
+    mine, _ = load_settings(
+        tmp_path, {"embedding": {"model": "/m/x.gguf"}, "retrieval": {"keywordWeight": 2}}
+    )
+    assert mine.retrieval.keyword_weight == 2.0

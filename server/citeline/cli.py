@@ -413,6 +413,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--docs", action="append", default=[], help="documents folder (repeatable)")
     p.add_argument("--tcp", metavar="[HOST:]PORT", help="serve over TCP (default host 127.0.0.1)")
     p.add_argument("--log-file", help="also write the log to this file")
+    p.add_argument("--stdio", action="store_true", help="serve over stdio (the default)")
     p.set_defaults(run=_run_serve)
 
     p = sub.add_parser("eval", help="measure retrieval quality on a benchmark or your questions")

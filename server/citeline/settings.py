@@ -155,11 +155,35 @@ def read_settings_file(docs_root: Path, warnings: list[str]) -> Mapping[str, Any
         return {}
 
 
+# Retrieval defaults follow the embedding model (measured in docs/quality.md):
+# - the bundled all-MiniLM-L6-v2 is English-only and weaker than BM25 on its own, so
+#   keyword and dense count equally, and Chinese/Japanese/Korean questions use
+#   keyword search alone (MiniLM maps CJK text to near-identical vectors);
+# - a model the user brings is presumed stronger and multilingual (bge, e5, nomic,
+#   Qwen3-Embedding…): dense leads and keywords weigh half, as equal-weight fusion
+#   is known to lose to a strong dense model alone (Pyserini, BEIR FiQA).
+BUNDLED_MODEL_RETRIEVAL = RetrievalSettings(
+    rrf_k=60.0, dense_weight=1.0, keyword_weight=1.0, dense_for_cjk=False
+)
+OWN_MODEL_RETRIEVAL = RetrievalSettings(
+    rrf_k=60.0, dense_weight=1.0, keyword_weight=0.5, dense_for_cjk=True
+)
+
+
 def load_settings(docs_root: Path, *overrides: Mapping[str, Any]) -> tuple[Settings, list[str]]:
-    """Defaults < citeline.toml < each override in turn.  Returns (settings, warnings)."""
+    """Defaults < citeline.toml < each override in turn.  Returns (settings, warnings).
+
+    The defaults themselves depend on the embedding model the layers choose, so
+    the layers are applied twice: once to learn the model, once over its defaults.
+    """
     warnings: list[str] = []
-    settings = merge(Settings(), read_settings_file(docs_root, warnings), "", warnings)
-    for layer in overrides:
+    layers = [read_settings_file(docs_root, warnings), *overrides]
+    settings = Settings()
+    for layer in layers:
+        settings = merge(settings, layer, "", [])
+    own_model = bool(settings.embedding.model)
+    settings = Settings(retrieval=OWN_MODEL_RETRIEVAL if own_model else BUNDLED_MODEL_RETRIEVAL)
+    for layer in layers:
         settings = merge(settings, layer, "", warnings)
     for warning in warnings:
         log.warning("%s", warning)

@@ -107,6 +107,13 @@ def terms(text: str) -> list[str]:
     return out
 
 
+def is_cjk(text: str) -> bool:
+    """Mostly Chinese, Japanese or Korean: more CJK characters than Latin letters."""
+    cjk = sum(len(run) for run in _CJK_RUN.findall(text))
+    latin = sum(1 for ch in text if ch.isascii() and ch.isalpha())
+    return cjk > 0 and cjk >= latin
+
+
 def query_terms(text: str) -> list[str]:
     """Distinct terms of a query, in first-seen order."""
     return list(dict.fromkeys(terms(text)))

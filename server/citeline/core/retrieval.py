@@ -6,6 +6,10 @@
 - Hybrid: weighted reciprocal rank fusion of the two lists,
   ``score = w_dense / (k + rank_dense) + w_keyword / (k + rank_keyword)``.
 
+An embedding model trained on English maps Chinese, Japanese and Korean text to
+near-identical vectors; with ``dense_for_cjk`` off, questions in those languages
+use keyword search alone (and their dense scores are not evidence).
+
 Every hit carries both component scores when known (a chunk found by only one
 method gets the other's score computed for it), so the answer stage can decide
 whether the documents hold an answer from absolute evidence, not from ranks.
@@ -38,6 +42,7 @@ class RetrievalSettings:
     rrf_k: float = 60.0
     dense_weight: float = 1.0
     keyword_weight: float = 1.0
+    dense_for_cjk: bool = True  # the embedder understands Chinese/Japanese/Korean
     candidates: int = 50  # taken from each method before fusion
 
 
@@ -94,6 +99,8 @@ class Retriever:
             return []
         settings = self.settings
         mode = mode or settings.mode
+        if mode == "hybrid" and not settings.dense_for_cjk and keywords.is_cjk(query):
+            mode = "keyword"
         pool = max(settings.candidates, 2 * k)
         dense_scores: dict[int, float] = {}
         keyword_scores: dict[int, float] = {}

@@ -53,7 +53,7 @@ def to_response_error(name: str, exc: Exception) -> JsonRpcException:
         log.info("%s: %s", name, exc.message)
         return exc
     if isinstance(exc, EXPECTED_ERRORS):
-        log.warning("%s failed: %s", name, exc, exc_info=exc)
+        log.warning("%s failed: %s", name, exc)
         return RequestFailed(message=str(exc))
     log.error("%s failed", name, exc_info=exc)
     text = f"{type(exc).__name__}: {exc}"

@@ -61,8 +61,8 @@ class StatusNotifier:
             self._timer.cancel()
             self._timer = None
         status = build_status(self.ls)
-        if status == self._last:
-            return
+        if status == self._last or not status["folders"]:
+            return  # nothing to report until a folder is open
         self._last = status
         self.ls.protocol.notify(STATUS, status)
 
