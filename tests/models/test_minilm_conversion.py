@@ -232,25 +232,32 @@ def test_count_tokens_excludes_special_tokens(embedder: LlamaEmbedder) -> None:
 
 
 def test_packed_batches_equal_one_at_a_time(
-    embedder: LlamaEmbedder, monkeypatch: pytest.MonkeyPatch
+    gguf_path: Path, embedder: LlamaEmbedder, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    decodes: list[int] = []
-    original: Callable[..., None] = embedder._decode
-
-    def spy(group: list[int], *args: Any) -> None:
-        decodes.append(len(group))
-        original(group, *args)
-
-    monkeypatch.setattr(embedder, "_decode", spy)
-    batch = embedder.embed_documents(SENTENCES)
-    packed = list(decodes)
     singles = np.stack([embedder.embed_documents([text])[0] for text in SENTENCES])
+    # The default budget packs short texts; a 512-token budget packs as many as fit.
+    with LlamaEmbedder(gguf_path, max_tokens=256, n_threads=1, decode_token_budget=512) as greedy:
+        for model, most in ((embedder, 2), (greedy, 6)):
+            decodes: list[int] = []
+            original: Callable[..., None] = model._decode
 
-    # Several sequences really shared decodes (25 texts, ~630 tokens, 512 per decode) ...
-    assert len(packed) < len(SENTENCES) // 4 and max(packed) > 5
-    # ... and no attention leaked between them.
-    for text, a, b in zip(SENTENCES, batch, singles, strict=True):
-        assert cosine(a, b) >= 0.9999, text[:40]
+            def spy(
+                group: list[int],
+                *args: Any,
+                decodes: list[int] = decodes,
+                original: Callable[..., None] = original,
+            ) -> None:
+                decodes.append(len(group))
+                original(group, *args)
+
+            monkeypatch.setattr(model, "_decode", spy)
+            batch = model.embed_documents(SENTENCES)
+            # Several sequences really shared decodes ...
+            assert len(decodes) < len(SENTENCES) and max(decodes) >= most
+            assert sum(decodes) == len(SENTENCES)
+            # ... and no attention leaked between them.
+            for text, a, b in zip(SENTENCES, batch, singles, strict=True):
+                assert cosine(a, b) >= 0.9999, text[:40]
 
 
 def test_embedder_basics(embedder: LlamaEmbedder) -> None:
@@ -278,6 +285,20 @@ def test_fingerprint_tracks_what_changes_vectors(gguf_path: Path, embedder: Llam
         plain = embedder.embed_documents(["the moon"])[0]
         assert cosine(prefixed.embed_documents(["the moon"])[0], plain) < 0.999
         assert cosine(prefixed.embed_query("the moon"), embedder.embed_query("the moon")) > 0.9999
+
+
+def test_pooling_none_falls_back_to_mean(
+    source_dir: Path, embedder: LlamaEmbedder, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(minilm, "_pooling_type", lambda source: 0)  # NONE
+    unpooled = tmp_path / "unpooled.gguf"
+    convert_bert_to_gguf(source_dir, unpooled)
+    texts = ["pooling happens here", "Edit pg_hba.conf", LONG_PARAGRAPH]
+    with LlamaEmbedder(unpooled, max_tokens=256, n_threads=1) as model:
+        assert model.pooling == "none"
+        assert model.fingerprint != embedder.fingerprint
+        for a, b in zip(model.embed_documents(texts), embedder.embed_documents(texts), strict=True):
+            assert cosine(a, b) >= 0.9999
 
 
 # ---------------------------------------------------------------------------- errors
