@@ -23,6 +23,7 @@ import time
 from pathlib import Path
 
 from citeline.app import ModelPool, open_workspace
+from citeline.core import keywords
 from citeline.core.answering import AnswerSettings, is_evidence
 from citeline.core.chunking import ChunkSettings
 from citeline.core.documents import Hit
@@ -57,10 +58,11 @@ def main() -> None:
     chunking = ChunkSettings(max_cost=args.max_cost, overlap_cost=args.overlap_cost)
     settings, _ = load_settings(docs)
     settings = dataclasses.replace(settings, chunking=chunking)
-    index_dir = docs.parent / f"index-{args.max_cost}-{args.overlap_cost}"
-    settings = dataclasses.replace(
-        settings, index=dataclasses.replace(settings.index, path=str(index_dir))
-    )
+    if chunking != ChunkSettings():  # other chunk sizes get their own index
+        index_dir = docs.parent / f"index-{args.max_cost}-{args.overlap_cost}"
+        settings = dataclasses.replace(
+            settings, index=dataclasses.replace(settings.index, path=str(index_dir))
+        )
     workspace = open_workspace(docs, settings, ModelPool())
     report = workspace.update(
         progress=lambda d, t, p: print(f"\rindexing {d}/{t}", end="", file=sys.stderr)
@@ -121,20 +123,27 @@ def main() -> None:
     hits = {q.id: retriever.search(q.text, k=30) for q in evalset.queries}
     off = [retriever.search(text, k=8) for text in OFF_TOPIC_QUESTIONS]
 
-    def refused(top: list[Hit], settings: AnswerSettings) -> bool:
-        return not any(is_evidence(h, settings) for h in top[:8])
+    def refused(top: list[Hit], settings: AnswerSettings, question: str) -> bool:
+        cjk = keywords.is_cjk(question)
+        return not any(is_evidence(h, settings, cjk) for h in top[:8])
 
     sweep = []
     for min_score, min_kw in itertools.product(
         (0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5), (0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 1.0, 9.0)
     ):
-        s = AnswerSettings(min_score=min_score, min_keyword_score=min_kw)
-        answerable = sum(refused(hits[q.id], s) for q in evalset.queries)
+        s = AnswerSettings(
+            min_score=min_score, min_keyword_score=min_kw, min_keyword_score_cjk=min_kw
+        )
+        answerable = sum(refused(hits[q.id], s, q.text) for q in evalset.queries)
         removed = sum(
-            refused([h for h in hits[q.id] if evalset.doc_id(h.chunk.path) not in q.relevant], s)
+            refused(
+                [h for h in hits[q.id] if evalset.doc_id(h.chunk.path) not in q.relevant],
+                s,
+                q.text,
+            )
             for q in evalset.queries
         )
-        off_topic = sum(refused(h, s) for h in off)
+        off_topic = sum(refused(h, s, t) for h, t in zip(off, OFF_TOPIC_QUESTIONS, strict=True))
         n = len(evalset.queries)
         sweep.append(
             {

@@ -29,7 +29,7 @@ def test_invalid_values_warn_and_keep_the_previous_layer(tmp_path: Path) -> None
         '[search]\ntop_k = "many"\nbogus = 1\n[answer]\nmin_score = -1\n'
     )
     settings, warnings = load_settings(tmp_path, {"embedding": {"preset": "nope"}, "index": 3})
-    assert settings.search.top_k == 5 and settings.answer.min_score == 0.3
+    assert settings.search.top_k == 5 and settings.answer.min_score == 0.4
     assert settings.embedding.preset == ""
     assert len(warnings) == 5
     assert any("search.top_k" in w and "int" in w for w in warnings)

@@ -301,6 +301,7 @@ def _run_eval(args: argparse.Namespace) -> int:
             ),
             "min_score": answer_settings.min_score,
             "min_keyword_score": answer_settings.min_keyword_score,
+            "min_keyword_score_cjk": answer_settings.min_keyword_score_cjk,
         }
         if args.answers:
             bar = _ProgressBar("answering")

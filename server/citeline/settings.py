@@ -163,7 +163,7 @@ def read_settings_file(docs_root: Path, warnings: list[str]) -> Mapping[str, Any
 #   Qwen3-Embedding…): dense leads and keywords weigh half, as equal-weight fusion
 #   is known to lose to a strong dense model alone (Pyserini, BEIR FiQA).
 BUNDLED_MODEL_RETRIEVAL = RetrievalSettings(
-    rrf_k=60.0, dense_weight=1.0, keyword_weight=1.0, dense_for_cjk=False
+    rrf_k=10.0, dense_weight=1.0, keyword_weight=1.0, dense_for_cjk=False
 )
 OWN_MODEL_RETRIEVAL = RetrievalSettings(
     rrf_k=60.0, dense_weight=1.0, keyword_weight=0.5, dense_for_cjk=True

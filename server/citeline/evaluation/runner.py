@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from citeline.app import Workspace
+from citeline.core import keywords
 from citeline.core.answering import AnswerSettings, is_evidence
 from citeline.core.documents import Hit
 from citeline.evaluation.datasets import EvalQuery, EvalSet
@@ -132,11 +133,12 @@ def refusal_rates(
     answerable = removed = 0
     for query in evalset.queries:
         hits = result.per_query[query.id].hits
+        cjk = keywords.is_cjk(query.text)
         top = hits[:candidates]
-        if not any(is_evidence(h, settings) for h in top):
+        if not any(is_evidence(h, settings, cjk) for h in top):
             answerable += 1
         others = [h for h in hits if evalset.doc_id(h.chunk.path) not in query.relevant]
-        if not any(is_evidence(h, settings) for h in others[:candidates]):
+        if not any(is_evidence(h, settings, cjk) for h in others[:candidates]):
             removed += 1
     n = max(1, len(evalset.queries))
     return {
@@ -151,7 +153,7 @@ def off_topic_refused(
     refused = 0
     for question in questions:
         hits = workspace.retriever.search(question, k=candidates)
-        if not any(is_evidence(h, settings) for h in hits):
+        if not any(is_evidence(h, settings, keywords.is_cjk(question)) for h in hits):
             refused += 1
     return round(refused / max(1, len(questions)), 4)
 
