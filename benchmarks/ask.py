@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 
 from citeline.app import ModelPool, open_workspace
+from citeline.core.generation import Generator
 from citeline.settings import load_settings
 from common import REPO, peak_rss_mb
 
@@ -25,6 +26,22 @@ QUESTIONS = [
     "Which models does Citeline use by default?",
     "索引保存在哪里？",
 ]
+
+
+class _Timed:
+    """The real generator, stamping the time of every streamed token."""
+
+    def __init__(self, inner: Generator, stamps: list[float]) -> None:
+        self.inner = inner
+        self.stamps = stamps
+        self.name = inner.name
+        self.context_size = inner.context_size
+        self.count_tokens = inner.count_tokens
+
+    def stream_chat(self, messages, **kwargs):  # type: ignore[no-untyped-def]
+        for piece in self.inner.stream_chat(messages, **kwargs):
+            self.stamps.append(time.perf_counter())
+            yield piece
 
 
 def main() -> None:
@@ -45,13 +62,17 @@ def main() -> None:
 
     rows = []
     for question in QUESTIONS:
-        pieces: list[str] = []
-        answer = workspace.ask(question, on_token=pieces.append)
+        stamps: list[float] = []
+
+        def timed(inner: Generator = generator, stamps: list[float] = stamps) -> Generator:
+            return _Timed(inner, stamps)
+
+        answer = workspace.ask(question, generator=timed)
         timings = answer.timings
         total = float(timings["total"] or 0)
         first = timings["first_token"]
-        generated = generator.count_tokens("".join(pieces)) if answer.generator_called else 0
-        rate = generated / (total - first) if first is not None and total > first else 0.0
+        # stream pieces are tokens: the rate is over the time after the first one
+        rate = (len(stamps) - 1) / (stamps[-1] - stamps[0]) if len(stamps) > 1 else 0.0
         rows.append((float(timings["retrieval"] or 0), first, rate, total))
         print(
             f"{question[:40]:40}  retrieval {1000 * rows[-1][0]:6.0f} ms"

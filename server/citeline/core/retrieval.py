@@ -140,6 +140,10 @@ class Retriever:
         if vector is not None:  # cosine for chunks found by keywords only
             missing = [cid for cid, _ in head if cid not in dense_scores and cid in chunks]
             dense_scores.update(self.index.vectors.similarity(vector, missing))
+            if not self.settings.dense_for_cjk:  # an English model's cosine means nothing there
+                for cid, found in chunks.items():
+                    if keywords.is_cjk(found.text):
+                        dense_scores.pop(cid, None)
         hits: list[Hit] = []
         seen: set[str] = set()
         for chunk_id, score in head:
