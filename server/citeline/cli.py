@@ -8,15 +8,20 @@ traceback.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import logging
 import os
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from citeline import __version__
+
+if TYPE_CHECKING:
+    from citeline.app import Workspace
 
 log = logging.getLogger("citeline")
 
@@ -65,11 +70,12 @@ def _docs(args: argparse.Namespace) -> Path:
     return Path(args.docs).expanduser()
 
 
-def _open(args: argparse.Namespace):  # type: ignore[no-untyped-def]
+def _open(args: argparse.Namespace, docs: Path | None = None) -> Workspace:
+    """The folder's workspace, with settings from citeline.toml and the --model flag."""
     from citeline.app import open_workspace
     from citeline.settings import load_settings
 
-    docs = _docs(args)
+    docs = docs if docs is not None else _docs(args)
     if not docs.is_dir():
         raise _UserError(f"documents folder {docs} does not exist")
     overrides: dict[str, object] = {}
@@ -79,6 +85,15 @@ def _open(args: argparse.Namespace):  # type: ignore[no-untyped-def]
     return open_workspace(docs, settings)
 
 
+@contextlib.contextmanager
+def _progress(label: str) -> Iterator[_ProgressBar]:
+    bar = _ProgressBar(label)
+    try:
+        yield bar
+    finally:
+        bar.close()
+
+
 class _UserError(Exception):
     pass
 
@@ -86,11 +101,8 @@ class _UserError(Exception):
 def _run_index(args: argparse.Namespace) -> int:
     workspace = _open(args)
     try:
-        bar = _ProgressBar("indexing")
-        try:
+        with _progress("indexing") as bar:
             report = workspace.update(progress=bar)
-        finally:
-            bar.close()
     finally:
         workspace.close()
     if args.json:
@@ -105,15 +117,12 @@ def _run_index(args: argparse.Namespace) -> int:
     return 0
 
 
-def _update_first(workspace, args: argparse.Namespace) -> None:  # type: ignore[no-untyped-def]
+def _update_first(workspace: Workspace, args: argparse.Namespace) -> None:
     """Bring the index up to date before answering: cheap when nothing changed."""
     if args.no_update:
         return
-    bar = _ProgressBar("indexing")
-    try:
+    with _progress("indexing") as bar:
         report = workspace.update(progress=bar)
-    finally:
-        bar.close()
     for path, message in report.errors:
         log.warning("%s: %s", path, message)
 
@@ -229,18 +238,7 @@ def _run_serve(args: argparse.Namespace) -> int:
     return serve(docs=docs, tcp=args.tcp, log_file=args.log_file, verbose=args.verbose)
 
 
-def _eval_settings(docs: Path, args: argparse.Namespace):  # type: ignore[no-untyped-def]
-    from citeline.settings import load_settings
-
-    overrides: dict[str, object] = {}
-    if getattr(args, "model", None):
-        overrides["embedding"] = {"model": args.model}
-    settings, _ = load_settings(docs, overrides)
-    return settings
-
-
 def _run_eval(args: argparse.Namespace) -> int:
-    from citeline.app import open_workspace
     from citeline.evaluation import datasets, runner
     from citeline.evaluation.off_topic import OFF_TOPIC_QUESTIONS
 
@@ -266,19 +264,13 @@ def _run_eval(args: argparse.Namespace) -> int:
         docs = Path(args.docs).expanduser()
         if not docs.is_dir():
             raise _UserError(f"documents folder {docs} does not exist")
-    settings = _eval_settings(docs, args)
-    workspace = open_workspace(docs, settings)
+    workspace = _open(args, docs)
+    settings = workspace.settings
     try:
-        bar = _ProgressBar("indexing")
-        try:
+        with _progress("indexing") as bar:
             report = workspace.update(progress=bar)
-        finally:
-            bar.close()
-        bar = _ProgressBar("querying")
-        try:
+        with _progress("querying") as bar:
             results = runner.run_retrieval(workspace, evalset, progress=bar)
-        finally:
-            bar.close()
         out: dict[str, object] = {
             "dataset": evalset.name,
             "queries": len(evalset.queries),
@@ -304,11 +296,8 @@ def _run_eval(args: argparse.Namespace) -> int:
             "min_keyword_score_cjk": answer_settings.min_keyword_score_cjk,
         }
         if args.answers:
-            bar = _ProgressBar("answering")
-            try:
+            with _progress("answering") as bar:
                 out["answers"] = runner.run_answers(workspace, evalset, args.answers, bar)
-            finally:
-                bar.close()
     finally:
         workspace.close()
     if args.json:

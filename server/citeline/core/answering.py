@@ -462,25 +462,27 @@ def ask(question: str, ctx: AskContext) -> Answer:
     text = clean_answer_text(raw)
     timings["total"] = ctx.clock() - t0
 
-    if stopped:
-        reason = stopped[0]
+    def evidence_answer(body: str, reason: str) -> Answer:
+        """The evidence list as (part of) the answer, every block an uncited citation."""
         listing = evidence_list_text(evidence, language, reason)
         if ctx.on_token:
             ctx.on_token("\n\n" + listing)
-        citations = [citation_for(e, cited=False) for e in evidence]
         return Answer(
             question,
             language,
-            listing,
+            f"{body}\n\n{listing}" if body else listing,
             False,
             True,
-            citations,
+            [citation_for(e, cited=False) for e in evidence],
             hits,
             evidence,
             prompt=messages,
             degraded=reason,
             timings=timings,
         )
+
+    if stopped:  # timeout or cancelled: what was written, then the evidence
+        return evidence_answer(text, stopped[0])
     if is_refusal(text) or not text:
         refusal = message(language, "model_refused") if text else message(language, "refusal")
         return Answer(
@@ -511,20 +513,4 @@ def ask(question: str, ctx: AskContext) -> Answer:
             prompt=messages,
             timings=timings,
         )
-    listing = evidence_list_text(evidence, language, "uncited")
-    if ctx.on_token:
-        ctx.on_token("\n\n" + listing)
-    citations = [citation_for(e, cited=False) for e in evidence]
-    return Answer(
-        question,
-        language,
-        f"{text}\n\n{listing}",
-        False,
-        True,
-        citations,
-        hits,
-        evidence,
-        prompt=messages,
-        degraded="uncited",
-        timings=timings,
-    )
+    return evidence_answer(text, "uncited")
