@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -15,6 +16,12 @@ from citeline.settings import EmbeddingSettings, GenerationSettings
 
 REPO = Path(__file__).resolve().parents[1]
 SAMPLES = REPO / "samples"
+
+
+def copy_samples(dest: Path) -> Path:
+    """The bundled sample documents, without any index a demo run left beside them."""
+    shutil.copytree(SAMPLES, dest, ignore=shutil.ignore_patterns(".citeline"))
+    return dest
 
 
 class CountingEmbedder:

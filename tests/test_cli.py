@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import SAMPLES
+from conftest import copy_samples
 
 CLI = [sys.executable, "-m", "citeline.cli"]
 
@@ -29,7 +29,7 @@ def run(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
 @pytest.fixture()
 def samples(tmp_path: Path) -> Path:
     docs = tmp_path / "samples"
-    shutil.copytree(SAMPLES, docs)
+    copy_samples(docs)
     return docs
 
 

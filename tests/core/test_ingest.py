@@ -11,7 +11,7 @@ import pytest
 from citeline.app import ModelPool, Workspace, open_workspace
 from citeline.core.chunking import ChunkSettings
 from citeline.settings import EmbeddingSettings, Settings
-from conftest import SAMPLES, CountingEmbedder
+from conftest import CountingEmbedder, copy_samples
 
 
 def paragraph(topic: str, n: int) -> str:
@@ -191,7 +191,7 @@ def test_changing_the_model_reembeds_everything(docs: Path, embedder: CountingEm
 
 def test_samples_index_cleanly(tmp_path: Path, embedder: CountingEmbedder) -> None:
     docs = tmp_path / "samples"
-    shutil.copytree(SAMPLES, docs)
+    copy_samples(docs)
     ws = open_ws(docs, embedder)
     report = ws.update()
     assert report.errors == []

@@ -45,9 +45,9 @@ def test_replace_file_swaps_chunks_and_bumps_generation(tmp_path: Path) -> None:
     assert store.counts() == (1, 1)
     assert store.chunks_by_id(added2)[added2[0]].text == "one"
     # the vector of the dropped chunk is kept for a while (a rename may bring it back)
-    assert store.existing_vector_keys(["k1", "k2", "k3"]) == {"k1", "k2"}
+    assert set(store.vectors_for_keys(["k1", "k2", "k3"], 4)) == {"k1", "k2"}
     assert store.prune_vectors(older_than_seconds=-1) == 1
-    assert store.existing_vector_keys(["k1", "k2"]) == {"k1"}
+    assert set(store.vectors_for_keys(["k1", "k2"], 4)) == {"k1"}
 
 
 def test_failed_transaction_leaves_old_version(tmp_path: Path) -> None:

@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from conftest import REPO, SAMPLES
+from conftest import REPO, copy_samples
 
 FIXTURES = REPO / "tests" / "fixtures" / "eval"
 CLI = [sys.executable, "-m", "citeline.cli"]
@@ -80,10 +80,9 @@ def test_own_questions_file(tmp_path: Path) -> None:
         )
         + "\n"
     )
-    import shutil
 
     docs = tmp_path / "docs"
-    shutil.copytree(SAMPLES, docs)
+    copy_samples(docs)
     result = run_eval("questions", str(questions), "--docs", str(docs))
     assert result["queries"] == 2
     check_blocks(result)

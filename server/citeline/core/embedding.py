@@ -212,7 +212,7 @@ def _on_llama_log(level: int, text: bytes | None, _user_data: Any) -> None:
         _recent_log.append(message)
 
 
-def _prepare_llama(llama_cpp: Any) -> None:
+def prepare_llama(llama_cpp: Any) -> None:
     """Silence llama.cpp's C-level logging and initialise its backend, once."""
     global _log_callback, _backend_ready
     with _log_lock:
@@ -284,7 +284,7 @@ class LlamaEmbedder:
         llama_cpp = self._import_llama_cpp()
         self._llama: Any = llama_cpp
         self._check_file()
-        _prepare_llama(llama_cpp)
+        prepare_llama(llama_cpp)
         self._model = self._load_model()
         try:
             self._setup(max_tokens, n_threads, max_sequences_per_decode)

@@ -12,7 +12,9 @@ import logging
 import os
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Protocol
+
+from citeline.core.embedding import prepare_llama
 
 log = logging.getLogger(__name__)
 
@@ -40,14 +42,6 @@ class Generator(Protocol):
     ) -> Iterator[str]: ...
 
 
-def _silence_llama_logs() -> None:
-    import llama_cpp
-
-    from citeline.core.embedding import _prepare_llama
-
-    _prepare_llama(llama_cpp)
-
-
 class LlamaGenerator:
     """A GGUF chat model through llama-cpp-python, loaded once and kept."""
 
@@ -59,17 +53,13 @@ class LlamaGenerator:
         n_threads: int | None = None,
         seed: int = 0,
     ) -> None:
-        _silence_llama_logs()
         if not model_path.is_file():
             raise GenerationError(f"generation model {model_path} does not exist")
         try:
+            import llama_cpp
             from llama_cpp import Llama
 
-            kwargs: dict[str, Any] = {}
-            import inspect
-
-            if "use_extra_bufts" in inspect.signature(Llama.__init__).parameters:
-                kwargs["use_extra_bufts"] = False  # AMX faults on some CPUs
+            prepare_llama(llama_cpp)  # llama.cpp's own logging silenced, once
             threads = n_threads or len(os.sched_getaffinity(0))
             self._llm = Llama(
                 model_path=str(model_path),
@@ -78,7 +68,6 @@ class LlamaGenerator:
                 n_threads_batch=threads,
                 seed=seed,
                 verbose=False,
-                **kwargs,
             )
         except (ValueError, RuntimeError, OSError) as exc:
             raise GenerationError(

@@ -282,16 +282,6 @@ class Store:
 
     # -- vectors ------------------------------------------------------------
 
-    def existing_vector_keys(self, keys: Iterable[str]) -> set[str]:
-        wanted = list(set(keys))
-        found: set[str] = set()
-        for start in range(0, len(wanted), 500):
-            part = wanted[start : start + 500]
-            marks = ",".join("?" * len(part))
-            rows = self._db.execute(f"SELECT key FROM vectors WHERE key IN ({marks})", part)
-            found.update(str(r[0]) for r in rows)
-        return found
-
     def vectors_for_keys(self, keys: Iterable[str], dimension: int) -> dict[str, Vector]:
         wanted = list(set(keys))
         out: dict[str, Vector] = {}
