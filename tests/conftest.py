@@ -1,7 +1,9 @@
-"""Shared fixtures: the real default embedding model, loaded once per session."""
+"""Shared fixtures: the real default models, loaded once per session, and a small
+cross-encoder reranker the tests build themselves."""
 
 from __future__ import annotations
 
+import json
 import shutil
 from collections.abc import Sequence
 from pathlib import Path
@@ -9,10 +11,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from citeline.app import make_embedder, make_generator
+from citeline.app import make_embedder, make_generator, make_reranker
 from citeline.core.embedding import Embedder
 from citeline.core.generation import Generator
-from citeline.settings import EmbeddingSettings, GenerationSettings
+from citeline.core.reranking import Reranker
+from citeline.settings import EmbeddingSettings, GenerationSettings, RerankingSettings
 
 REPO = Path(__file__).resolve().parents[1]
 SAMPLES = REPO / "samples"
@@ -69,3 +72,57 @@ def embedder(real_embedder: Embedder) -> CountingEmbedder:
 @pytest.fixture(scope="session")
 def real_generator() -> Generator:
     return make_generator(GenerationSettings())
+
+
+def build_cross_encoder(dest: Path, seed: int = 0) -> Path:
+    """A BertForSequenceClassification checkpoint the tests make themselves.
+
+    all-MiniLM-L6-v2's encoder and pooler with a seeded random classifier: a real
+    cross-encoder architecture (its scores are meaningless for relevance), so the
+    conversion, llama.cpp's rank pooling and the reranking path are exercised for
+    real and can be checked against a numpy forward pass of the same weights.
+    """
+    from safetensors.numpy import load_file, save_file
+
+    from citeline.models.minilm import minilm_source_dir
+
+    source = minilm_source_dir()
+    dest.mkdir(parents=True)
+    for name in ("vocab.txt", "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json"):
+        shutil.copy(source / name, dest / name)
+    config = json.loads((source / "config.json").read_text())
+    config["architectures"] = ["BertForSequenceClassification"]
+    config["id2label"] = {"0": "LABEL_0"}
+    config["label2id"] = {"LABEL_0": 0}
+    (dest / "config.json").write_text(json.dumps(config))
+    weights = {
+        f"bert.{name}": value for name, value in load_file(source / "model.safetensors").items()
+    }
+    rng = np.random.default_rng(seed)
+    hidden = int(config["hidden_size"])
+    weights["classifier.weight"] = rng.normal(0.0, 1.0, (1, hidden)).astype(np.float32)
+    weights["classifier.bias"] = np.array([0.25], dtype=np.float32)
+    save_file(weights, dest / "model.safetensors")
+    return dest
+
+
+@pytest.fixture(scope="session")
+def cross_encoder_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return build_cross_encoder(tmp_path_factory.mktemp("cross-encoder") / "tiny-cross-encoder")
+
+
+@pytest.fixture(scope="session")
+def reranker_path(cross_encoder_dir: Path) -> Path:
+    """The test cross-encoder as a GGUF reranker (F32, so scores match the reference)."""
+    from citeline.models.minilm import convert_bert_to_gguf
+
+    target = cross_encoder_dir.parent / "tiny-cross-encoder.f32.gguf"
+    convert_bert_to_gguf(cross_encoder_dir, target, f16=False)
+    return target
+
+
+@pytest.fixture(scope="session")
+def real_reranker(reranker_path: Path) -> Reranker:
+    reranker = make_reranker(RerankingSettings(model=str(reranker_path)))
+    assert reranker is not None
+    return reranker

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from citeline.models.minilm import default_embedding_model_path
 from conftest import copy_samples
 
 CLI = [sys.executable, "-m", "citeline.cli"]
@@ -75,6 +76,29 @@ def test_index_search_status_json(samples: Path) -> None:
     assert status["last_update"] and status["errors"] == []
 
 
+def test_search_with_a_reranker(samples: Path, reranker_path: Path) -> None:
+    out = json.loads(
+        run(
+            "search",
+            "encrypted PDF",
+            "--docs",
+            str(samples),
+            "-k",
+            "3",
+            "--json",
+            "--reranker",
+            str(reranker_path),
+        ).stdout
+    )
+    assert [h["rank"] for h in out["hits"]] == [1, 2, 3]
+    scores = [h["rerank"] for h in out["hits"]]
+    assert all(isinstance(s, float) for s in scores) and scores == sorted(scores, reverse=True)
+    status = json.loads(
+        run("status", "--docs", str(samples), "--json", "--reranker", str(reranker_path)).stdout
+    )
+    assert status["reranker"] == reranker_path.name
+
+
 def test_readable_search_has_clickable_locations(samples: Path) -> None:
     run("index", "--docs", str(samples))
     out = run("search", "Where is the index stored?", "--docs", str(samples)).stdout
@@ -100,6 +124,18 @@ def test_expected_errors_are_one_line(tmp_path: Path) -> None:
     corrupt = run("status", "--docs", str(tmp_path / "d"), check=False)
     assert corrupt.returncode == 2 and "damaged" in corrupt.stderr
     assert "Traceback" not in corrupt.stderr
+
+    (tmp_path / "r").mkdir()
+    embedding_model = default_embedding_model_path()  # an embedding model is no reranker
+    for path, message in (
+        (tmp_path / "r.gguf", "does not exist"),
+        (embedding_model, "not a reranker"),
+    ):
+        bad = run(
+            "search", "x", "--docs", str(tmp_path / "r"), "--reranker", str(path), check=False
+        )
+        assert bad.returncode == 2 and message in bad.stderr and path.name in bad.stderr
+        assert "Traceback" not in bad.stderr and bad.stderr.strip().count("\n") == 0
 
 
 def test_kill_9_mid_run_leaves_a_usable_index_that_the_next_run_completes(tmp_path: Path) -> None:

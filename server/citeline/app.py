@@ -7,9 +7,10 @@ lives.  Models are loaded once and shared by every folder that uses them.
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from citeline.core.answering import Answer, AskContext, ask
@@ -19,8 +20,9 @@ from citeline.core.generation import Generator, LlamaGenerator
 from citeline.core.index import DocumentIndex, IndexIdentity
 from citeline.core.ingest import Ingestor, IngestReport, ProgressCallback, plan_changes
 from citeline.core.records import record_ask
+from citeline.core.reranking import LlamaReranker, Reranker
 from citeline.core.retrieval import Retriever
-from citeline.settings import EmbeddingSettings, GenerationSettings, Settings
+from citeline.settings import EmbeddingSettings, GenerationSettings, RerankingSettings, Settings
 
 log = logging.getLogger(__name__)
 
@@ -62,6 +64,17 @@ def make_generator(settings: GenerationSettings) -> Generator:
     )
 
 
+def make_reranker(settings: RerankingSettings) -> Reranker | None:
+    """The configured reranker, or None: there is no default reranker."""
+    if not settings.model:
+        return None
+    return LlamaReranker(
+        Path(settings.model).expanduser(),
+        max_tokens=settings.max_tokens or None,
+        n_threads=settings.threads or None,
+    )
+
+
 def generation_model_name(settings: GenerationSettings) -> str:
     """The generation model's file name, known without loading it."""
     if settings.model:
@@ -71,12 +84,18 @@ def generation_model_name(settings: GenerationSettings) -> str:
     return GENERATOR_FILE_NAME
 
 
+def reranker_name(settings: RerankingSettings) -> str | None:
+    """The reranker's file name, or None when reranking is off."""
+    return Path(settings.model).expanduser().name if settings.model else None
+
+
 @dataclass
 class ModelPool:
     """Models loaded on first use and kept, keyed by their settings."""
 
     embedders: dict[EmbeddingSettings, Embedder] = field(default_factory=dict)
     generators: dict[GenerationSettings, Generator] = field(default_factory=dict)
+    rerankers: dict[RerankingSettings, Reranker | None] = field(default_factory=dict)
 
     def embedder(self, settings: EmbeddingSettings) -> Embedder:
         if settings not in self.embedders:
@@ -87,6 +106,13 @@ class ModelPool:
         if settings not in self.generators:
             self.generators[settings] = make_generator(settings)
         return self.generators[settings]
+
+    def reranker(self, settings: RerankingSettings) -> Reranker | None:
+        # Only the model decides which reranker is loaded; candidates is retrieval's.
+        key = replace(settings, candidates=0)
+        if key not in self.rerankers:
+            self.rerankers[key] = make_reranker(key)
+        return self.rerankers[key]
 
 
 @dataclass
@@ -100,6 +126,18 @@ class Workspace:
     index: DocumentIndex
     ingestor: Ingestor
     retriever: Retriever
+
+    @property
+    def reranker(self) -> Reranker | None:
+        """The configured reranker (loaded now if need be), or None."""
+        return self.models.reranker(self.settings.reranking)
+
+    def apply_settings(self, settings: Settings) -> None:
+        """Take new settings that keep the index (same embedding, chunking, location)."""
+        self.settings = settings
+        self.retriever.settings = settings.retrieval
+        self.retriever.reranker = functools.partial(self.models.reranker, settings.reranking)
+        self.retriever.rerank_candidates = settings.reranking.candidates
 
     def update(
         self,
@@ -133,6 +171,9 @@ class Workspace:
         answer = ask(question, context)
         if self.settings.records.asks:
             models = {"embedding": self.embedder.name}
+            reranker = reranker_name(self.settings.reranking)
+            if reranker is not None:
+                models["reranking"] = reranker
             if answer.generator_called:
                 models["generation"] = (generator or self.generator)().name
             record_ask(self.index.index_dir, answer, models)
@@ -167,5 +208,8 @@ def open_workspace(
         settings.chunking,
         max_file_bytes=int(settings.index.max_file_mb * 1024 * 1024),
     )
-    retriever = Retriever(index, embedder, settings.retrieval)
+    reranker = functools.partial(models.reranker, settings.reranking)  # loaded on first use
+    retriever = Retriever(
+        index, embedder, settings.retrieval, reranker, settings.reranking.candidates
+    )
     return Workspace(docs_root, settings, models, embedder, index, ingestor, retriever)

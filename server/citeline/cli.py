@@ -71,7 +71,7 @@ def _docs(args: argparse.Namespace) -> Path:
 
 
 def _open(args: argparse.Namespace, docs: Path | None = None) -> Workspace:
-    """The folder's workspace, with settings from citeline.toml and the --model flag."""
+    """The folder's workspace: settings from citeline.toml, then --model and --reranker."""
     from citeline.app import open_workspace
     from citeline.settings import load_settings
 
@@ -81,6 +81,8 @@ def _open(args: argparse.Namespace, docs: Path | None = None) -> Workspace:
     overrides: dict[str, object] = {}
     if getattr(args, "model", None):
         overrides["embedding"] = {"model": args.model}
+    if getattr(args, "reranker", None):
+        overrides["reranking"] = {"model": args.reranker}
     settings, _ = load_settings(docs, overrides)
     return open_workspace(docs, settings)
 
@@ -157,6 +159,8 @@ def _run_search(args: argparse.Namespace) -> int:
 
 
 def _run_status(args: argparse.Namespace) -> int:
+    from citeline.app import reranker_name
+
     workspace = _open(args)
     try:
         files, chunks = workspace.index.store.counts()
@@ -168,6 +172,7 @@ def _run_status(args: argparse.Namespace) -> int:
             "chunks": chunks,
             "model": workspace.embedder.name,
             "dimension": workspace.embedder.dimension,
+            "reranker": reranker_name(workspace.settings.reranking),
             "chunking": workspace.settings.chunking.fingerprint(),
             "last_update": (
                 time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(last)) if last else None
@@ -179,7 +184,8 @@ def _run_status(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(status, ensure_ascii=False))
     else:
-        for key in ("docs", "index", "files", "chunks", "model", "dimension", "last_update"):
+        keys = ("docs", "index", "files", "chunks", "model", "dimension", "reranker", "last_update")
+        for key in keys:
             print(f"{key:12} {status[key]}")
         errors = status["errors"]
         assert isinstance(errors, list)
@@ -270,7 +276,8 @@ def _run_eval(args: argparse.Namespace) -> int:
         with _progress("indexing") as bar:
             report = workspace.update(progress=bar)
         with _progress("querying") as bar:
-            results = runner.run_retrieval(workspace, evalset, progress=bar)
+            methods = runner.methods(workspace)
+            results = runner.run_retrieval(workspace, evalset, methods, progress=bar)
         out: dict[str, object] = {
             "dataset": evalset.name,
             "queries": len(evalset.queries),
@@ -287,7 +294,8 @@ def _run_eval(args: argparse.Namespace) -> int:
             out[method] = block
         answer_settings = settings.answer
         out["refusal"] = {
-            **runner.refusal_rates(evalset, results["hybrid"], answer_settings),
+            # what the answer stage sees: reranked hits when a reranker is configured
+            **runner.refusal_rates(evalset, results[methods[-1]], answer_settings),
             "off_topic_refused": runner.off_topic_refused(
                 workspace, OFF_TOPIC_QUESTIONS, answer_settings
             ),
@@ -309,7 +317,7 @@ def _run_eval(args: argparse.Namespace) -> int:
     )
     names = ["ndcg@10", "recall@5", "recall@10", "mrr@10", "hit@1", "hit@5", "hit@10"]
     print(f"{'method':8} " + " ".join(f"{n:>9}" for n in names) + f" {'p50 ms':>8} {'p95 ms':>8}")
-    for method in runner.METHODS:
+    for method in methods:
         row = out[method]
         assert isinstance(row, dict)
         latency = row["latency"]
@@ -373,6 +381,7 @@ def _parser() -> argparse.ArgumentParser:
     def docs_option(p: argparse.ArgumentParser, default: str | None = ".") -> None:
         p.add_argument("--docs", default=default, help="documents folder (default: current)")
         p.add_argument("--model", help="GGUF embedding model (default: bundled MiniLM)")
+        p.add_argument("--reranker", help="GGUF reranker model (default: none)")
 
     p = sub.add_parser("index", help="build or update the index of a documents folder")
     docs_option(p)
@@ -412,6 +421,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--split", default="test", help="BEIR qrels split (default: test)")
     p.add_argument("--docs", help="documents folder (for `questions`)")
     p.add_argument("--model", help="GGUF embedding model (default: bundled MiniLM)")
+    p.add_argument("--reranker", help="GGUF reranker model: adds a `reranked` block")
     p.add_argument("--limit", type=int, default=0, help="only the first N queries")
     p.add_argument(
         "--answers",
@@ -433,12 +443,13 @@ def _parser() -> argparse.ArgumentParser:
 
 def _expected_errors() -> tuple[type[BaseException], ...]:
     from citeline.app import WorkspaceError
-    from citeline.core.embedding import EmbeddingError
     from citeline.core.generation import GenerationError
+    from citeline.core.llama_encoder import LlamaModelError
     from citeline.core.store import StoreError
     from citeline.models import ModelError
 
-    return (_UserError, WorkspaceError, EmbeddingError, GenerationError, StoreError, ModelError)
+    # LlamaModelError: the embedding model or the reranker
+    return (_UserError, WorkspaceError, LlamaModelError, GenerationError, StoreError, ModelError)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -56,6 +56,14 @@ class GenerationSettings:
 
 
 @dataclass(frozen=True)
+class RerankingSettings:
+    model: str = ""  # path to a GGUF reranker (rank pooling); empty = no reranking
+    candidates: int = 10  # best hits reordered by the reranker (hover skips it)
+    max_tokens: int = 0  # 0 = 512 (question + passage), or less if the model is shorter
+    threads: int = 0  # 0 = all cores
+
+
+@dataclass(frozen=True)
 class SearchSettings:
     top_k: int = 5
 
@@ -77,6 +85,7 @@ class Settings:
     chunking: ChunkSettings = field(default_factory=ChunkSettings)
     search: SearchSettings = field(default_factory=SearchSettings)
     retrieval: RetrievalSettings = field(default_factory=RetrievalSettings)
+    reranking: RerankingSettings = field(default_factory=RerankingSettings)
     index: IndexSettings = field(default_factory=IndexSettings)
     generation: GenerationSettings = field(default_factory=GenerationSettings)
     answer: AnswerSettings = field(default_factory=AnswerSettings)

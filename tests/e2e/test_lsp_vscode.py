@@ -304,6 +304,31 @@ async def test_a_failing_model_is_an_error_response_not_a_crash(
     assert (await search(client, "bread dough", k=1))[0]["path"] == "kitchen.md"
 
 
+async def test_a_reranker_set_in_the_editor_reorders_search_results(
+    client: CitelineClient, reranker_path: Path, tmp_path: Path
+) -> None:
+    def configure(**extra: Any) -> None:
+        client.workspace_did_change_configuration(
+            types.DidChangeConfigurationParams(settings={"citeline": {**TEST_SETTINGS, **extra}})
+        )
+
+    configure(reranking={"model": str(reranker_path), "candidates": 3})
+    hits = await search(client, "how many hours of sun do tomatoes need", k=4)
+    assert [h["rerank"] is not None for h in hits] == [True, True, True, False]
+    assert hits[0]["rerank"] >= hits[1]["rerank"] >= hits[2]["rerank"]
+    status = await request(client, "citeline/status", {})
+    assert status["models"]["reranking"] == reranker_path.name
+
+    configure(reranking={"model": str(tmp_path / "missing-reranker.gguf")})
+    error = await expect_error(request(client, "citeline/search", {"query": "bread"}), -32803)
+    assert "missing-reranker.gguf does not exist" in error.message
+
+    configure()  # reranking off again
+    (hit,) = await search(client, "bread dough", k=1)
+    assert hit["path"] == "kitchen.md" and hit["rerank"] is None
+    assert (await request(client, "citeline/status", {}))["models"]["reranking"] is None
+
+
 # -- the folder changes on disk (watcher; no editor involved) ---------------------
 
 

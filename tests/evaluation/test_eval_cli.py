@@ -53,6 +53,21 @@ def test_beir_slice(tmp_path: Path) -> None:
     }
 
 
+def test_a_reranker_adds_a_reranked_block(tmp_path: Path, reranker_path: Path) -> None:
+    args = ["beir", str(FIXTURES / "scifact-slice"), "--split", "train", "--work", str(tmp_path)]
+    plain = run_eval(*args)
+    reranked = run_eval(*args, "--reranker", str(reranker_path))
+    assert "reranked" not in plain
+    check_blocks(reranked)
+    block = reranked["reranked"]
+    assert isinstance(block, dict) and set(block) >= BLOCK_KEYS
+    assert 0.0 <= block["ndcg@10"] <= 1.0 and block["latency"]["p50_ms"] > 0
+    # the other methods do not change when a reranker is configured
+    for method in ("dense", "keyword", "hybrid"):
+        assert {**reranked[method], "latency": None} == {**plain[method], "latency": None}
+    assert reranked["embedded"] == 0  # the reranker does not touch the index
+
+
 def test_squad_slice_chinese(tmp_path: Path) -> None:
     result = run_eval("squad", str(FIXTURES / "cmrc2018-trial-slice.json"), "--work", str(tmp_path))
     assert result["queries"] == 27 and result["documents"] == 10

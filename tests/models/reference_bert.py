@@ -1,9 +1,10 @@
-"""An independent reference for all-MiniLM-L6-v2: a small numpy BERT forward pass.
+"""An independent reference for BERT models: a small numpy forward pass.
 
 It reads the original safetensors weights and the HF ``tokenizers`` tokenizer directly,
 and reproduces what sentence-transformers computes: truncation to ``max_seq_length``
 (256), BERT embeddings + encoder layers with exact (erf) GELU, mean pooling over the
-attention mask and L2 normalisation.  It shares no code with the GGUF converter or with
+attention mask and L2 normalisation; and, for a cross-encoder checkpoint, the
+classifier over the pooled [CLS] state.  It shares no code with the GGUF converter or with
 llama.cpp, so agreement between the two is evidence that the conversion is right.
 
 Everything is computed in float64.
@@ -118,11 +119,29 @@ class ReferenceBert:
         return row
 
     def embed_id_lists(self, id_lists: list[list[int]]) -> Array:
-        """Embeddings of several sequences.
+        """Embeddings of several sequences (mean pooling, L2-normalised)."""
+        # Each sequence is unpadded, so mean pooling over its attention mask is a plain mean.
+        pooled = np.stack([states.mean(axis=0) for states in self.hidden_states(id_lists)])
+        normed: Array = pooled / np.linalg.norm(pooled, axis=1, keepdims=True)
+        return normed
+
+    def cross_encoder_scores(self, id_lists: list[list[int]]) -> Array:
+        """BertForSequenceClassification's logit 0: classifier(tanh(pooler([CLS]))).
+
+        Every token gets the first segment's token-type embedding, as in llama.cpp.
+        """
+        w = self.w
+        cls = np.stack([states[0] for states in self.hidden_states(id_lists)])
+        pooled = np.tanh(cls @ w["pooler.dense.weight"].T + w["pooler.dense.bias"])
+        logits: Array = pooled @ w["classifier.weight"].T + w["classifier.bias"]
+        return logits[:, 0]
+
+    def hidden_states(self, id_lists: list[list[int]]) -> list[Array]:
+        """The last layer's token states of each sequence.
 
         Position-wise layers run on all tokens of all sequences stacked together (fewer,
-        larger matrix products); attention and pooling run on each sequence's own rows,
-        so sequences never see each other.
+        larger matrix products); attention runs on each sequence's own rows, so
+        sequences never see each other.
         """
         w = self.w
         spans: list[tuple[int, int]] = []
@@ -177,7 +196,4 @@ class ReferenceBert:
                 w[f"{p}output.LayerNorm.bias"],
                 self.eps,
             )
-        # Each sequence is unpadded, so mean pooling over its attention mask is a plain mean.
-        pooled = np.stack([x[begin:end].mean(axis=0) for begin, end in spans])
-        normed: Array = pooled / np.linalg.norm(pooled, axis=1, keepdims=True)
-        return normed
+        return [x[begin:end] for begin, end in spans]

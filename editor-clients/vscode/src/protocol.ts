@@ -35,6 +35,8 @@ export interface CitelineSettings {
   search?: { topK?: number };
   /** Not in the contract's example; the daemon accepts it (its Settings tree). */
   retrieval?: { mode?: 'hybrid' | 'dense' | 'keyword' | string; denseWeight?: number; keywordWeight?: number };
+  /** Optional GGUF reranker (rank pooling) reordering the best `candidates` hits. */
+  reranking?: { model?: string; candidates?: number };
   answer?: {
     minScore?: number;
     /** Not in the contract's example; the daemon accepts it. */
@@ -61,6 +63,8 @@ export interface Hit {
   dense?: number | null;
   /** Keyword (BM25-like) score, when known (not in the contract yet). */
   keyword?: number | null;
+  /** The reranker's score, when a reranker reordered this hit. */
+  rerank?: number | null;
   /** Relative to its folder, forward slashes. */
   path: string;
   title: string | null;
@@ -175,7 +179,7 @@ export interface FolderStatus {
 
 export interface StatusResult {
   folders: FolderStatus[];
-  models?: { embedding?: string; generation?: string };
+  models?: { embedding?: string | null; generation?: string | null; reranking?: string | null };
 }
 
 // ---------------------------------------------------------------------------

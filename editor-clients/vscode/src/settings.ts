@@ -35,6 +35,8 @@ export const SERVER_SETTINGS: readonly SettingSpec[] = [
   { key: 'retrieval.mode', path: ['retrieval', 'mode'], kind: 'string', restart: false },
   { key: 'retrieval.denseWeight', path: ['retrieval', 'denseWeight'], kind: 'number', restart: false },
   { key: 'retrieval.keywordWeight', path: ['retrieval', 'keywordWeight'], kind: 'number', restart: false },
+  { key: 'reranking.model', path: ['reranking', 'model'], kind: 'string', restart: false },
+  { key: 'reranking.candidates', path: ['reranking', 'candidates'], kind: 'integer', restart: false },
   { key: 'answer.minScore', path: ['answer', 'minScore'], kind: 'number', restart: false },
   { key: 'answer.minKeywordScore', path: ['answer', 'minKeywordScore'], kind: 'number', restart: false },
   { key: 'answer.maxEvidence', path: ['answer', 'maxEvidence'], kind: 'integer', restart: false },

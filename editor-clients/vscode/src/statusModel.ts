@@ -94,8 +94,9 @@ export function summarizeStatus(
   }
   const t = totals(folders);
   const lines = folders.map(folderLine);
-  if (status.models?.embedding || status.models?.generation) {
-    lines.push(`models: ${[status.models.embedding, status.models.generation].filter(Boolean).join(', ')}`);
+  const models = status.models;
+  if (models?.embedding || models?.generation || models?.reranking) {
+    lines.push(`models: ${[models.embedding, models.generation, models.reranking].filter(Boolean).join(', ')}`);
   }
   const tooltip = `${lines.join('\n')}\n${click}`;
   if (folders.some((f) => f.state === 'error')) {
@@ -143,7 +144,8 @@ export function renderStatusMarkdown(
   }
   if (status?.models) {
     out.push(`Embedding model: ${mdEscape(status.models.embedding ?? '—')}  `);
-    out.push(`Generation model: ${mdEscape(status.models.generation ?? '—')}`, '');
+    out.push(`Generation model: ${mdEscape(status.models.generation ?? '—')}  `);
+    out.push(`Reranker: ${mdEscape(status.models.reranking ?? 'none')}`, '');
   }
   if (info.progress?.percentage !== undefined || info.progress?.message) {
     out.push(`Indexing: ${info.progress.percentage ?? '?'}% ${mdEscape(info.progress.message ?? '')}`, '');

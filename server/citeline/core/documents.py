@@ -77,6 +77,8 @@ class Hit:
     depend on the other results: ``dense`` is the cosine similarity of query and
     chunk; ``keyword`` is the chunk's BM25 score divided by the query's total
     IDF, roughly the share of the query's information the chunk matches.
+    ``rerank`` is the reranker's score when one reordered the hit (the list is then
+    ordered by it first); its scale depends on the reranker model.
     """
 
     chunk_id: int
@@ -85,6 +87,7 @@ class Hit:
     chunk: Chunk
     dense: float | None = None
     keyword: float | None = None
+    rerank: float | None = None
 
     def to_json(self) -> dict[str, object]:
         c = self.chunk
@@ -93,6 +96,7 @@ class Hit:
             "score": round(self.score, 6),
             "dense": None if self.dense is None else round(self.dense, 6),
             "keyword": None if self.keyword is None else round(self.keyword, 6),
+            "rerank": None if self.rerank is None else round(self.rerank, 6),
             "path": c.path,
             "title": c.title,
             "section": c.section,

@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Protocol
 
-from citeline.core.embedding import prepare_llama
+from citeline.core.llama_encoder import prepare_llama
 
 log = logging.getLogger(__name__)
 

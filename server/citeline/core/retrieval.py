@@ -6,6 +6,9 @@
 - Hybrid: weighted reciprocal rank fusion of the two lists,
   ``score = w_dense / (k + rank_dense) + w_keyword / (k + rank_keyword)``.
 
+With a reranker (optional), the best ``rerank_candidates`` hits of any mode are
+scored by it and reordered; the rest follow in their original order.
+
 An embedding model trained on English maps Chinese, Japanese and Korean text to
 near-identical vectors; with ``dense_for_cjk`` off, questions in those languages
 use keyword search alone (and their dense scores are not evidence).
@@ -20,16 +23,18 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
 from typing import Literal
 
 import numpy as np
 
 from citeline.core import keywords
+from citeline.core.chunking import embedding_text
 from citeline.core.documents import Hit
 from citeline.core.embedding import Embedder
 from citeline.core.index import DocumentIndex
+from citeline.core.reranking import Reranker
 
 log = logging.getLogger(__name__)
 
@@ -70,10 +75,16 @@ class Retriever:
         index: DocumentIndex,
         embedder: Embedder,
         settings: RetrievalSettings | None = None,
+        reranker: Callable[[], Reranker | None] | None = None,
+        rerank_candidates: int = 10,
     ) -> None:
+        """``reranker`` gives the reranker (or None) when a search first needs it, so a
+        reranker that cannot load fails searches, not the index."""
         self.index = index
         self.embedder = embedder
         self.settings = settings or RetrievalSettings()
+        self.reranker = reranker
+        self.rerank_candidates = rerank_candidates
 
     # -- the two methods ---------------------------------------------------------
 
@@ -94,14 +105,20 @@ class Retriever:
 
     # -- search ------------------------------------------------------------------
 
-    def search(self, query: str, k: int = 5, mode: str | None = None) -> list[Hit]:
+    def search(
+        self, query: str, k: int = 5, mode: str | None = None, rerank: bool = True
+    ) -> list[Hit]:
+        """The ``k`` best hits; ``rerank=False`` skips a configured reranker."""
         if not query.strip() or k <= 0:
             return []
+        load = self.reranker if rerank and self.rerank_candidates > 0 else None
+        reranker = load() if load is not None else None
+        depth = max(k, self.rerank_candidates) if reranker else k
         settings = self.settings
         mode = mode or settings.mode
         if mode == "hybrid" and not settings.dense_for_cjk and keywords.is_cjk(query):
             mode = "keyword"
-        pool = max(settings.candidates, 2 * k)
+        pool = max(settings.candidates, 2 * depth)
         dense_scores: dict[int, float] = {}
         keyword_scores: dict[int, float] = {}
         ranked: list[list[int]] = []
@@ -125,7 +142,19 @@ class Retriever:
             fused = list(keyword_scores.items())
         else:
             raise ValueError(f"unknown retrieval mode {mode!r}")
-        return self._hits(fused, k, vector, dense_scores, keyword_scores)
+        hits = self._hits(fused, depth, vector, dense_scores, keyword_scores)
+        if reranker is not None:
+            hits = self._rerank(reranker, query, hits)
+        return hits[:k]
+
+    def _rerank(self, reranker: Reranker, query: str, hits: list[Hit]) -> list[Hit]:
+        """The first ``rerank_candidates`` hits in the reranker's order, then the rest."""
+        head, tail = hits[: self.rerank_candidates], hits[self.rerank_candidates :]
+        chunking = self.index.identity.chunking
+        scores = reranker.score(query, [embedding_text(hit.chunk, chunking) for hit in head])
+        order = sorted(range(len(head)), key=lambda i: (-float(scores[i]), i))
+        reordered = [replace(head[i], rerank=float(scores[i])) for i in order] + tail
+        return [replace(hit, rank=rank) for rank, hit in enumerate(reordered, start=1)]
 
     def _hits(
         self,

@@ -2,7 +2,8 @@
 
 Documents are written out as files and indexed by the ordinary incremental
 ingest (so a second run over the same corpus embeds nothing), queries go through
-the ordinary retriever in each mode, and chunk hits are collapsed to documents
+the ordinary retriever in each mode (plus ``reranked``, hybrid then the reranker,
+when one is configured), and chunk hits are collapsed to documents
 (the best-ranked chunk stands for its document) before scoring.
 """
 
@@ -23,6 +24,7 @@ from citeline.evaluation.datasets import EvalQuery, EvalSet
 from citeline.evaluation.metrics import METRICS, average
 
 METHODS = ("dense", "keyword", "hybrid")
+RERANKED = "reranked"
 Progress = Callable[[int, int, str], None]
 
 
@@ -97,6 +99,11 @@ def collapse(evalset: EvalSet, hits: Sequence[Hit]) -> list[str]:
     return ranked
 
 
+def methods(workspace: Workspace) -> tuple[str, ...]:
+    """The methods to compare: the three modes, and ``reranked`` with a reranker."""
+    return (*METHODS, RERANKED) if workspace.reranker is not None else METHODS
+
+
 def run_retrieval(
     workspace: Workspace,
     evalset: EvalSet,
@@ -108,7 +115,10 @@ def run_retrieval(
     for done, query in enumerate(evalset.queries, start=1):
         for method in methods:
             started = time.perf_counter()
-            hits = workspace.retriever.search(query.text, k=depth, mode=method)
+            reranked = method == RERANKED
+            hits = workspace.retriever.search(
+                query.text, k=depth, mode="hybrid" if reranked else method, rerank=reranked
+            )
             seconds = time.perf_counter() - started
             results[method].per_query[query.id] = QueryResult(
                 collapse(evalset, hits), hits, seconds

@@ -64,7 +64,7 @@ async def choose_folder(ls: CitelineServer, question: str, uri: str | None) -> F
         scored: list[tuple[float, int, Folder]] = []
         for i, folder in enumerate(folders):
             try:
-                hits = ls.folders.workspace(folder).retriever.search(question, 1)
+                hits = ls.folders.workspace(folder).retriever.search(question, 1, rerank=False)
             except Exception as exc:
                 log.warning("%s: cannot search: %s", folder.name, exc)
                 continue

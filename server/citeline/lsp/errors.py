@@ -11,8 +11,8 @@ from typing import Any, ParamSpec, TypeVar
 from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
 
 from citeline.app import WorkspaceError
-from citeline.core.embedding import EmbeddingError
 from citeline.core.generation import GenerationError
+from citeline.core.llama_encoder import LlamaModelError
 from citeline.core.store import StoreError
 from citeline.lsp.workers import WorkerStopped
 from citeline.models import ModelError
@@ -25,7 +25,7 @@ INTERNAL_ERROR = -32603
 # Problems a user can act on: the message is shown as is.
 EXPECTED_ERRORS: tuple[type[Exception], ...] = (
     WorkspaceError,
-    EmbeddingError,
+    LlamaModelError,  # the embedding model or the reranker
     GenerationError,
     StoreError,
     ModelError,

@@ -251,7 +251,7 @@ class Folders:
             folder.workspace = ws
             folder.embedding_model = ws.embedder.name
         elif ws.settings != wanted:
-            ws.settings = wanted
+            ws.apply_settings(wanted)
         return ws
 
     def up_to_date(self, ws: Workspace, paths: list[str]) -> bool:

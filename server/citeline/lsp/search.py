@@ -33,16 +33,18 @@ MAX_QUERY_CHARS = 1000
 
 
 async def search_folders(
-    ls: CitelineServer, query: str, k: int, folders: Sequence[Folder]
+    ls: CitelineServer, query: str, k: int, folders: Sequence[Folder], rerank: bool = True
 ) -> list[dict[str, Any]]:
-    """The top ``k`` hits over ``folders``, merged by score, with uri/range/folder."""
+    """The top ``k`` hits over ``folders``, merged by score, with uri/range/folder.
+
+    ``rerank=False`` skips a configured reranker (hover stays fast)."""
     strict = len(folders) == 1
 
     def work() -> list[dict[str, Any]]:  # index thread
         found: list[dict[str, Any]] = []
         for folder in folders:
             try:
-                hits = ls.folders.workspace(folder).retriever.search(query, k)
+                hits = ls.folders.workspace(folder).retriever.search(query, k, rerank=rerank)
             except EXPECTED_ERRORS as exc:
                 if strict:
                     raise
@@ -53,7 +55,9 @@ async def search_folders(
 
     hits = await ls.index_worker.call(work, urgent=True)
     if len(folders) > 1:
-        hits.sort(key=lambda h: -float(h["score"]))
+        # the reranker's scores compare across folders when every hit has one
+        key = "rerank" if all(h["rerank"] is not None for h in hits) else "score"
+        hits.sort(key=lambda h: -float(h[key]))
         hits = hits[:k]
         for rank, hit in enumerate(hits, start=1):
             hit["rank"] = rank
@@ -166,7 +170,7 @@ def register(ls: CitelineServer) -> None:
         folders = list(ls.folders)
         if not query or not folders:
             return None
-        hits = await search_folders(ls, query, HOVER_PASSAGES + 1, folders)
+        hits = await search_folders(ls, query, HOVER_PASSAGES + 1, folders, rerank=False)
         hits = [h for h in hits if not _at_cursor(h, params)][:HOVER_PASSAGES]
         if not hits:
             return None

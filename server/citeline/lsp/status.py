@@ -12,7 +12,7 @@ import asyncio
 import logging
 from typing import TYPE_CHECKING, Any
 
-from citeline.app import generation_model_name
+from citeline.app import generation_model_name, reranker_name
 from citeline.lsp import params as p
 from citeline.lsp.errors import reported
 
@@ -29,12 +29,14 @@ def build_status(ls: CitelineServer) -> dict[str, Any]:
     folders = list(ls.folders)
     embedding: str | None = None
     generation: str | None = None
+    reranking: str | None = None
     for folder in folders:
         embedding = embedding or folder.embedding_model
         generation = generation or generation_model_name(folder.settings.generation)
+        reranking = reranking or reranker_name(folder.settings.reranking)
     return {
         "folders": [f.status_json() for f in folders],
-        "models": {"embedding": embedding, "generation": generation},
+        "models": {"embedding": embedding, "generation": generation, "reranking": reranking},
     }
 
 

@@ -59,6 +59,14 @@ _HASHED_FILES = (
 # Tensors of the HF checkpoint that the llama.cpp BERT graph does not use.
 _SKIPPED_TENSOR_PREFIXES = ("pooler.", "cls.")
 _SKIPPED_TENSORS = frozenset({"embeddings.position_ids"})
+# A cross-encoder (BertForSequenceClassification) scores pooler(CLS) with a linear
+# classifier; llama.cpp's rank pooling computes cls.output(tanh(cls(CLS))).
+_CLASSIFIER_TENSORS = {
+    "pooler.dense.weight": "cls.weight",
+    "pooler.dense.bias": "cls.bias",
+    "classifier.weight": "cls.output.weight",
+    "classifier.bias": "cls.output.bias",
+}
 
 
 # --------------------------------------------------------------------------------------
@@ -136,8 +144,11 @@ def default_embedding_model_path() -> Path:
 
 
 def convert_bert_to_gguf(source: Path, target: Path, *, f16: bool = True) -> None:
-    """Convert a sentence-transformers BERT directory (safetensors + WordPiece) to GGUF.
+    """Convert a BERT directory (safetensors + WordPiece) to GGUF.
 
+    A sentence-transformers embedding model keeps its pooling (mean, CLS or last); a
+    cross-encoder (``BertForSequenceClassification``, e.g. an ms-marco MiniLM
+    reranker) becomes a reranker with llama.cpp's rank pooling and its classifier.
     ``f16`` stores 2-D weight matrices as F16 (everything else stays F32).  The file is
     written to a temporary name in ``target``'s directory and renamed into place, so a
     reader never sees a partial file.  Raises ``ModelError`` on any failure.
@@ -152,7 +163,8 @@ def convert_bert_to_gguf(source: Path, target: Path, *, f16: bool = True) -> Non
     _check_bert_config(config, source)
     n_layers = int(config["num_hidden_layers"])
     vocab = _load_wordpiece_vocab(source, int(config.get("vocab_size", 0)))
-    pooling = _pooling_type(source)
+    labels = _classifier_labels(config)
+    pooling = gguf.PoolingType.RANK if labels else _pooling_type(source)
 
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -178,6 +190,8 @@ def convert_bert_to_gguf(source: Path, target: Path, *, f16: bool = True) -> Non
         writer.add_layer_norm_eps(float(config.get("layer_norm_eps", 1e-12)))
         writer.add_causal_attention(False)
         writer.add_pooling_type(gguf.PoolingType(pooling))
+        if labels:
+            writer.add_classifier_output_labels(labels)
         writer.add_file_type(ftype)
 
         writer.add_tokenizer_model("bert")
@@ -207,10 +221,12 @@ def convert_bert_to_gguf(source: Path, target: Path, *, f16: bool = True) -> Non
         with safe_open(str(source / "model.safetensors"), framework="numpy") as weights:
             for hf_name in weights.keys():  # noqa: SIM118 - safe_open is not a Mapping
                 name = hf_name.removeprefix("bert.")
-                if name in _SKIPPED_TENSORS or name.startswith(_SKIPPED_TENSOR_PREFIXES):
-                    continue
-                name = _rename_legacy_layernorm(name)
-                gguf_name = name_map.get_name(name, try_suffixes=(".weight", ".bias"))
+                gguf_name = _CLASSIFIER_TENSORS.get(name) if labels else None
+                if gguf_name is None:
+                    if name in _SKIPPED_TENSORS or name.startswith(_SKIPPED_TENSOR_PREFIXES):
+                        continue
+                    name = _rename_legacy_layernorm(name)
+                    gguf_name = name_map.get_name(name, try_suffixes=(".weight", ".bias"))
                 if gguf_name is None:
                     raise ModelError(f"{source.name}: unexpected tensor {hf_name!r}")
                 data: np.ndarray[Any, Any] = weights.get_tensor(hf_name)
@@ -220,7 +236,7 @@ def convert_bert_to_gguf(source: Path, target: Path, *, f16: bool = True) -> Non
                     data = data.astype(np.float32)
                 writer.add_tensor(gguf_name, data)
                 n_tensors += 1
-        expected = 5 + 16 * n_layers
+        expected = 5 + 16 * n_layers + (len(_CLASSIFIER_TENSORS) if labels else 0)
         if n_tensors != expected:
             raise ModelError(f"{source.name}: found {n_tensors} BERT tensors, expected {expected}")
 
@@ -370,6 +386,17 @@ def _pooling_type(source: Path) -> int:
     if config.get("pooling_mode_lasttoken"):
         return 3  # LAST
     raise ModelError(f"{source.name}: unsupported pooling {config}")
+
+
+def _classifier_labels(config: dict[str, Any]) -> list[str]:
+    """The output labels of a BertForSequenceClassification model; [] for an encoder."""
+    if "BertForSequenceClassification" not in (config.get("architectures") or []):
+        return []
+    id2label = config.get("id2label") or {"0": "LABEL_0"}
+    try:
+        return [str(id2label[key]) for key in sorted(id2label, key=int)]
+    except (TypeError, ValueError) as exc:
+        raise ModelError(f"config.json has an unreadable id2label: {exc}") from exc
 
 
 def _check_bert_config(config: dict[str, Any], source: Path) -> None:

@@ -1,0 +1,207 @@
+"""Retrieval: fusion math by hand, then dense, keyword, hybrid and reranked search on a
+real index with the real embedding model and the tests' own GGUF cross-encoder."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from citeline.app import ModelPool, Workspace, open_workspace
+from citeline.core.chunking import embedding_text
+from citeline.core.reranking import Reranker, RerankError
+from citeline.core.retrieval import Retriever, bm25_idf, rrf
+from citeline.settings import RerankingSettings, Settings, load_settings
+from conftest import CountingEmbedder
+
+# -- fusion by hand ----------------------------------------------------------------
+
+
+def test_rrf_sums_reciprocal_ranks() -> None:
+    fused = dict(rrf([[1, 2, 3], [3, 1]], [1.0, 1.0], k=60))
+    assert fused[1] == pytest.approx(1 / 61 + 1 / 62)
+    assert fused[2] == pytest.approx(1 / 62)
+    assert fused[3] == pytest.approx(1 / 63 + 1 / 61)
+    assert [cid for cid, _ in rrf([[1, 2, 3], [3, 1]], [1.0, 1.0], k=60)] == [1, 3, 2]
+
+
+def test_rrf_weights_decide_between_disagreeing_lists() -> None:
+    dense_first = rrf([[1, 2], [2, 1]], [1.0, 0.5], k=10)
+    assert dense_first[0] == (1, pytest.approx(1 / 11 + 0.5 / 12))
+    assert dense_first[1] == (2, pytest.approx(1 / 12 + 0.5 / 11))
+    assert [cid for cid, _ in rrf([[1, 2], [2, 1]], [0.5, 1.0], k=10)] == [2, 1]
+
+
+def test_rrf_small_k_rewards_the_top_ranks_more() -> None:
+    # one list puts a chunk first; the other ranks a second chunk 2nd and 3rd... of both
+    ranked = [[7, 8, 9], [9, 8, 7]]
+    small, large = dict(rrf(ranked, [1, 1], k=1)), dict(rrf(ranked, [1, 1], k=1000))
+    assert small[7] > small[8]  # a first place counts for more than two second places
+    assert large[8] == pytest.approx(large[7], rel=1e-3)
+
+
+def test_rrf_ties_break_by_chunk_id_and_empty_lists_are_fine() -> None:
+    assert rrf([[5, 4], [4, 5]], [1.0, 1.0], k=60) == [
+        (4, pytest.approx(1 / 61 + 1 / 62)),
+        (5, pytest.approx(1 / 61 + 1 / 62)),
+    ]
+    assert rrf([[], [3]], [1.0, 1.0], k=60) == [(3, pytest.approx(1 / 61))]
+    assert rrf([], [], k=60) == []
+
+
+def test_bm25_idf_is_fts5s_and_never_negative() -> None:
+    assert bm25_idf(100, 1) == pytest.approx(math.log(99.5 / 1.5))
+    assert bm25_idf(100, 90) == 1e-6  # a term in most chunks carries ~nothing
+    assert bm25_idf(10, 0) > bm25_idf(10, 3) > bm25_idf(10, 6)
+
+
+# -- real search -------------------------------------------------------------------
+
+CORPUS = {
+    "errors.md": "# Error codes\n\nE-1024 means the index lock is held by another process."
+    " Wait for the other indexer or delete the stale lock file.\n",
+    "install.md": "# Installing\n\nRun pip install --no-cache-dir citeline in a fresh"
+    " virtual environment. The first start converts the embedding model.\n",
+    "postgres.md": "# Database access\n\nEdit pg_hba.conf to allow md5 password"
+    " authentication, then reload the PostgreSQL server.\n",
+    "garden.md": "# Garden\n\nTomatoes need full sun, deep watering and warm soil."
+    " Basil grows well beside them.\n",
+    "zh.md": "# 索引\n\n索引保存在文档文件夹里的 .citeline 目录中。删除这个目录后，"
+    "Citeline 会重新建立索引。\n",
+    "models.md": "# Models\n\nThe embedding model turns every chunk into a vector."
+    " Changing the model re-embeds all chunks; the index remembers which model built it.\n",
+}
+
+
+@pytest.fixture()
+def workspace(tmp_path: Path, embedder: CountingEmbedder) -> Iterator[Workspace]:
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    for name, text in CORPUS.items():
+        (docs / name).write_text(text, encoding="utf-8")
+    settings, _ = load_settings(docs)  # the bundled model's retrieval defaults
+    ws = open_workspace(docs, settings, ModelPool(embedders={settings.embedding: embedder}))
+    ws.update()
+    yield ws
+    ws.close()
+
+
+def paths(hits: list) -> list[str]:  # type: ignore[type-arg]
+    return [hit.chunk.path for hit in hits]
+
+
+@pytest.mark.parametrize(
+    ("query", "expected"),
+    [("E-1024", "errors.md"), ("--no-cache-dir", "install.md"), ("pg_hba.conf", "postgres.md")],
+)
+def test_identifiers_are_found_by_keyword_and_hybrid(
+    workspace: Workspace, query: str, expected: str
+) -> None:
+    for mode in ("keyword", "hybrid"):
+        hits = workspace.retriever.search(query, k=3, mode=mode)
+        assert paths(hits)[0] == expected, (mode, paths(hits))
+    assert workspace.retriever.search(query, k=1, mode="keyword")[0].keyword > 0.5
+
+
+def test_hybrid_hits_carry_both_absolute_scores(workspace: Workspace) -> None:
+    hits = workspace.retriever.search("do tomatoes want sunshine", k=3, mode="hybrid")
+    assert paths(hits)[0] == "garden.md"
+    top = hits[0]
+    assert top.dense is not None and 0.2 < top.dense <= 1.0
+    assert top.keyword is not None and top.rerank is None
+    assert [hit.rank for hit in hits] == [1, 2, 3]
+    assert hits[0].score >= hits[1].score >= hits[2].score
+
+
+def test_chinese_questions_use_keywords_with_the_bundled_model(workspace: Workspace) -> None:
+    hits = workspace.retriever.search("索引保存在哪里", k=3)
+    assert paths(hits)[0] == "zh.md"
+    assert hits[0].dense is None  # MiniLM's cosine on Chinese is not evidence
+    assert hits[0].keyword is not None and hits[0].keyword > 0.3
+
+
+# -- reranking ---------------------------------------------------------------------
+
+QUESTION = "what happens when I change the embedding model"
+
+
+def test_reranking_reorders_the_best_candidates_by_the_rerankers_score(
+    workspace: Workspace, real_reranker: Reranker
+) -> None:
+    plain = workspace.retriever.search(QUESTION, k=6)
+    retriever = Retriever(
+        workspace.index, workspace.embedder, workspace.retriever.settings, lambda: real_reranker, 4
+    )
+    reranked = retriever.search(QUESTION, k=6)
+    chunking = workspace.index.identity.chunking
+
+    head, rest = reranked[:4], reranked[4:]
+    assert {h.chunk_id for h in head} == {h.chunk_id for h in plain[:4]}
+    expected = real_reranker.score(QUESTION, [embedding_text(h.chunk, chunking) for h in head])
+    assert [h.rerank for h in head] == pytest.approx([float(s) for s in expected])
+    assert [h.rerank for h in head] == sorted((h.rerank for h in head), reverse=True)  # type: ignore[type-var]
+    # the rest keep the fused order, without a reranker score; ranks are renumbered
+    assert [(h.chunk_id, h.rerank) for h in rest] == [(h.chunk_id, None) for h in plain[4:]]
+    assert [h.rank for h in reranked] == list(range(1, 7))
+    # the seeded head does not agree with the fusion, so the order really changed
+    assert [h.chunk_id for h in head] != [h.chunk_id for h in plain[:4]]
+    # fewer results than candidates: the best of the reranked candidates
+    assert [h.chunk_id for h in retriever.search(QUESTION, k=2)] == [h.chunk_id for h in head[:2]]
+    # rerank=False, or no candidates, is the plain search
+    for skipped in (
+        retriever.search(QUESTION, k=6, rerank=False),
+        Retriever(
+            workspace.index, workspace.embedder, retriever.settings, lambda: real_reranker, 0
+        ).search(QUESTION, k=6),
+    ):
+        assert [(h.chunk_id, h.rerank) for h in skipped] == [(h.chunk_id, None) for h in plain]
+
+
+def test_a_configured_reranker_is_loaded_once_and_follows_setting_changes(
+    workspace: Workspace, reranker_path: Path
+) -> None:
+    models = workspace.models
+    on = replace(
+        workspace.settings, reranking=RerankingSettings(model=str(reranker_path), candidates=3)
+    )
+    workspace.apply_settings(on)
+    reranker = workspace.reranker
+    assert reranker is not None and reranker.name == reranker_path.name
+    hits = workspace.retriever.search(QUESTION, k=5)
+    assert [h.rerank is not None for h in hits] == [True, True, True, False, False]
+
+    workspace.apply_settings(replace(on, reranking=replace(on.reranking, candidates=5)))
+    assert workspace.reranker is reranker  # same model: not loaded again
+    assert all(h.rerank is not None for h in workspace.retriever.search(QUESTION, k=5))
+
+    workspace.apply_settings(replace(on, reranking=RerankingSettings()))
+    assert workspace.reranker is None
+    assert all(h.rerank is None for h in workspace.retriever.search(QUESTION, k=5))
+    assert len([r for r in models.rerankers.values() if r is not None]) == 1
+
+
+def test_a_reranker_that_cannot_load_fails_searches_not_the_index(
+    workspace: Workspace, tmp_path: Path
+) -> None:
+    missing = tmp_path / "missing-reranker.gguf"
+    workspace.apply_settings(
+        replace(workspace.settings, reranking=RerankingSettings(model=str(missing)))
+    )
+    (workspace.docs_root / "new.md").write_text("# New\n\nA note added later.\n")
+    assert workspace.update().files_changed == 1  # indexing needs no reranker
+    with pytest.raises(RerankError, match=r"missing-reranker\.gguf does not exist"):
+        workspace.retriever.search(QUESTION, k=3)
+    assert workspace.retriever.search(QUESTION, k=3, rerank=False)  # plain search still works
+
+
+def test_reranker_from_citeline_toml(tmp_path: Path, reranker_path: Path) -> None:
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "citeline.toml").write_text(f'[reranking]\nmodel = "{reranker_path}"\ncandidates = 7\n')
+    settings, warnings = load_settings(docs)
+    assert warnings == [] and settings.reranking.candidates == 7
+    assert settings.reranking.model == str(reranker_path)
+    assert Settings().reranking.model == ""  # off by default

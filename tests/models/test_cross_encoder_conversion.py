@@ -1,0 +1,137 @@
+"""A BERT cross-encoder converted to GGUF scores pairs as the original weights do.
+
+The cross-encoder is built by the tests (tests/conftest.py: MiniLM's encoder and
+pooler plus a seeded classifier).  Its scores through llama.cpp's rank pooling
+(LlamaReranker) are compared with a numpy forward pass of the original safetensors
+(tests/models/reference_bert.py), and its pair tokens with HF ``tokenizers``.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from reference_bert import ReferenceBert
+
+from citeline.core.embedding import EmbeddingError, LlamaEmbedder
+from citeline.core.reranking import LlamaReranker, RerankError
+from citeline.models.minilm import convert_bert_to_gguf, default_embedding_model_path
+
+QUESTION = "How do I rebuild the index after changing the embedding model?"
+PASSAGES = [
+    "Delete the .citeline folder and run citeline index again; every chunk is re-embedded.",
+    "Tomatoes need full sun and regular water.",
+    "我想在苹果公司工作，因为那里的工程师很优秀。",
+    "Run pip install --no-cache-dir -r requirements.txt inside the container.",
+    "The café on Rue Saint-Honoré serves crème brûlée.",
+    "Citeline keeps vectors keyed by a hash of the text, so unchanged text embeds nothing. " * 12,
+    "",
+]
+
+
+@pytest.fixture(scope="module")
+def reference(cross_encoder_dir: Path) -> ReferenceBert:
+    return ReferenceBert(cross_encoder_dir, max_seq_length=512)
+
+
+@pytest.fixture(scope="module")
+def reranker(reranker_path: Path) -> LlamaReranker:
+    return LlamaReranker(reranker_path, n_threads=1)
+
+
+def hf_pair_ids(reference: ReferenceBert, query: str, passage: str) -> list[int]:
+    return list(reference.tokenizer.encode(query, passage).ids)
+
+
+def test_converted_model_is_a_rank_pooling_reranker(reranker_path: Path) -> None:
+    import gguf
+
+    reader = gguf.GGUFReader(reranker_path)
+    pooling = reader.fields["bert.pooling_type"]
+    assert int(pooling.parts[pooling.data[0]][0]) == 4  # LLAMA_POOLING_TYPE_RANK
+    names = {tensor.name for tensor in reader.tensors}
+    assert {"cls.weight", "cls.bias", "cls.output.weight", "cls.output.bias"} <= names
+
+
+def test_pair_tokens_are_hf_pair_encoding(
+    reranker: LlamaReranker, reference: ReferenceBert
+) -> None:
+    for passage in PASSAGES[:5]:
+        assert reranker.pair_tokens(QUESTION, passage) == hf_pair_ids(reference, QUESTION, passage)
+
+
+def test_scores_match_the_reference_forward_pass(
+    reranker: LlamaReranker, reference: ReferenceBert
+) -> None:
+    scores = reranker.score(QUESTION, PASSAGES)
+    expected = reference.cross_encoder_scores(
+        [reranker.pair_tokens(QUESTION, passage) for passage in PASSAGES]
+    )
+    assert scores.shape == (len(PASSAGES),) and scores.dtype == np.float32
+    assert np.allclose(scores, expected, atol=2e-3), (scores, expected)
+    # the seeded head spreads the scores, so the order check below means something
+    assert float(np.ptp(expected)) > 0.5
+    assert list(np.argsort(-scores)) == list(np.argsort(-expected))
+
+
+def test_one_pair_at_a_time_equals_a_batch(reranker: LlamaReranker) -> None:
+    together = reranker.score(QUESTION, PASSAGES)
+    alone = np.array([reranker.score(QUESTION, [p])[0] for p in PASSAGES])
+    assert np.allclose(together, alone, atol=1e-4)
+    assert reranker.score(QUESTION, []).shape == (0,)
+
+
+def test_long_pairs_are_cut_to_max_tokens_keeping_the_structure(
+    reranker_path: Path, reference: ReferenceBert
+) -> None:
+    short = LlamaReranker(reranker_path, max_tokens=40, n_threads=1)
+    long_passage = PASSAGES[5]
+    ids = short.pair_tokens(QUESTION, long_passage)
+    full = hf_pair_ids(reference, QUESTION, long_passage)
+    assert len(ids) == 40 and ids[-1] == full[-1]  # ends with [SEP]
+    question_part = hf_pair_ids(reference, QUESTION, "")[:-1]  # [CLS] q [SEP]
+    assert ids[: len(question_part)] == question_part  # the question survives whole
+    assert ids[:-1] == full[:39]
+    # a question longer than the budget keeps at most half of it
+    cut = short.pair_tokens(long_passage, QUESTION)
+    assert len(cut) == 40 and cut.count(cut[-1]) == 2
+    assert float(short.score(QUESTION, [long_passage])[0]) == pytest.approx(
+        float(reference.cross_encoder_scores([ids])[0]), abs=2e-3
+    )
+
+
+def test_an_embedding_model_is_not_a_reranker_and_vice_versa(reranker_path: Path) -> None:
+    with pytest.raises(RerankError, match="not a reranker"):
+        LlamaReranker(default_embedding_model_path())
+    with pytest.raises(EmbeddingError, match="is a reranker"):
+        LlamaEmbedder(reranker_path)
+
+
+def test_unusable_reranker_files_are_one_line_errors(tmp_path: Path) -> None:
+    with pytest.raises(RerankError, match="does not exist"):
+        LlamaReranker(tmp_path / "missing.gguf")
+    text = tmp_path / "notes.gguf"
+    text.write_text("not a model")
+    with pytest.raises(RerankError, match="not a GGUF file") as info:
+        LlamaReranker(text)
+    assert "\n" not in str(info.value)
+
+
+def test_classifier_labels_come_from_id2label(cross_encoder_dir: Path, tmp_path: Path) -> None:
+    import gguf
+
+    source = tmp_path / "two-labels"
+    source.mkdir()
+    for item in cross_encoder_dir.iterdir():
+        (source / item.name).symlink_to(item)
+    (source / "config.json").unlink()
+    config = json.loads((cross_encoder_dir / "config.json").read_text())
+    config["id2label"] = {"1": "relevant", "0": "irrelevant"}
+    (source / "config.json").write_text(json.dumps(config))
+    target = tmp_path / "two-labels.gguf"
+    convert_bert_to_gguf(source, target, f16=True)
+    field = gguf.GGUFReader(target).fields["bert.classifier.output_labels"]
+    labels = [bytes(field.parts[i]).decode() for i in field.data]
+    assert labels == ["irrelevant", "relevant"]
