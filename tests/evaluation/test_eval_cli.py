@@ -98,7 +98,14 @@ def test_own_questions_file(tmp_path: Path) -> None:
 
     docs = tmp_path / "docs"
     copy_samples(docs)
-    result = run_eval("questions", str(questions), "--docs", str(docs))
+    result = run_eval("questions", str(questions), "--docs", str(docs), "--answers", "2")
     assert result["queries"] == 2
     check_blocks(result)
     assert result["hybrid"]["hit@5"] == 1.0
+    # answer mode: both questions answered from the documents, with the right sources
+    answers = result["answers"]
+    assert answers["questions"] == 2 and answers["refused_answerable"] == 0.0
+    assert answers["citation_accuracy"] == 1.0
+    assert 0.0 <= answers["marker_citation_accuracy"] <= answers["citation_accuracy"]
+    assert set(answers["degraded"]) <= {"uncited", "timeout"}
+    assert answers["seconds_per_answer"] > 0

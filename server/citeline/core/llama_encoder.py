@@ -330,7 +330,6 @@ class LlamaEncoder:
         arch = self._meta("general.architecture") or "unknown"
         declared_pooling = self._meta(f"{arch}.pooling_type")
         causal = self._meta(f"{arch}.attention.causal")
-        self._causal = causal != "false"
 
         n_ctx_train = int(llama_cpp.llama_model_n_ctx_train(model))
         if n_ctx_train <= 0:

@@ -179,15 +179,21 @@ def run_answers(
     workspace: Workspace, evalset: EvalSet, limit: int, progress: Progress | None = None
 ) -> dict[str, object]:
     queries = evalset.queries[:limit]
-    cited_right = refused = contains = with_reference = 0
+    cited_right = marked_right = refused = contains = with_reference = 0
+    degraded: dict[str, int] = {}
     times: list[float] = []
     for done, query in enumerate(queries, start=1):
         answer = workspace.ask(query.text)
         times.append(float(answer.timings.get("total") or 0.0))
         if answer.refused:
             refused += 1
-        if any(evalset.doc_id(c.path) in query.relevant for c in answer.citations):
+        if answer.degraded:
+            degraded[answer.degraded] = degraded.get(answer.degraded, 0) + 1
+        right = [evalset.doc_id(c.path) in query.relevant for c in answer.citations]
+        if any(right):
             cited_right += 1
+        if any(r and c.cited for r, c in zip(right, answer.citations, strict=True)):
+            marked_right += 1
         if query.answers:
             with_reference += 1
             text = _normalise(answer.text)
@@ -198,8 +204,13 @@ def run_answers(
     n = max(1, len(queries))
     return {
         "questions": len(queries),
+        # an expected source among the citations shown (model-cited or listed evidence)
         "citation_accuracy": round(cited_right / n, 4),
+        # ... among those the model's own [n] markers point at
+        "marker_citation_accuracy": round(marked_right / n, 4),
         "refused_answerable": round(refused / n, 4),
+        # answers that fell back to listing their evidence, by reason
+        "degraded": {reason: round(count / n, 4) for reason, count in sorted(degraded.items())},
         "answer_contains_reference": (
             round(contains / with_reference, 4) if with_reference else None
         ),
