@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Protocol
 
+from citeline.core.cpu_share import CPU
 from citeline.core.llama_encoder import prepare_llama
 
 log = logging.getLogger(__name__)
@@ -75,6 +76,8 @@ class LlamaGenerator:
             ) from exc
         self._path = model_path
         self._context = int(self._llm.n_ctx())
+        self._llama_cpp = llama_cpp
+        self._threads = self._threads_now = threads
 
     @property
     def name(self) -> str:
@@ -96,20 +99,31 @@ class LlamaGenerator:
         should_stop: Callable[[], bool],
     ) -> Iterator[str]:
         try:
-            stream = self._llm.create_chat_completion(
-                messages=list(messages),  # type: ignore[arg-type]
-                max_tokens=max_tokens,
-                temperature=temperature,
-                top_p=0.9,
-                repeat_penalty=1.1,
-                stream=True,
-            )
-            for part in stream:
-                if should_stop():
-                    return
-                delta = part["choices"][0]["delta"]  # type: ignore[index]
-                piece = delta.get("content") if isinstance(delta, dict) else None
-                if piece:
-                    yield str(piece)
+            with CPU.busy(self):
+                self._share_cpu()
+                stream = self._llm.create_chat_completion(
+                    messages=list(messages),  # type: ignore[arg-type]
+                    max_tokens=max_tokens,
+                    temperature=temperature,
+                    top_p=0.9,
+                    repeat_penalty=1.1,
+                    stream=True,
+                )
+                for part in stream:
+                    if should_stop():
+                        return
+                    delta = part["choices"][0]["delta"]  # type: ignore[index]
+                    piece = delta.get("content") if isinstance(delta, dict) else None
+                    if piece:
+                        yield str(piece)
+                    self._share_cpu()  # before the next token is computed
         except (ValueError, RuntimeError) as exc:
             raise GenerationError(f"generation with {self.name} failed: {exc}") from exc
+
+    def _share_cpu(self) -> None:
+        """Use this model's share of the cores (see :mod:`citeline.core.cpu_share`)."""
+        threads = CPU.threads(self, self._threads)
+        ctx = getattr(getattr(self._llm, "_ctx", None), "ctx", None)  # llama-cpp-python's
+        if threads != self._threads_now and ctx is not None:
+            self._llama_cpp.llama_set_n_threads(ctx, threads, threads)
+            self._threads_now = threads

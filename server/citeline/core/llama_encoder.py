@@ -29,6 +29,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from citeline.core.cpu_share import CPU
+
 logger = logging.getLogger(__name__)
 
 FloatMatrix = npt.NDArray[np.float32]
@@ -392,6 +394,7 @@ class LlamaEncoder:
         self._n_seq_max = n_seq_max
         self._max_tokens = max_tokens
         self._n_threads = threads
+        self._threads_now = threads
 
         # llama.cpp's BERT tokenizer needs its input adjusted to match HF's exactly.
         self._wordpiece = self._meta("tokenizer.ggml.model") == "bert"
@@ -448,6 +451,11 @@ class LlamaEncoder:
         """Tokens evaluated per decode at most."""
         return self._n_ctx
 
+    @property
+    def threads(self) -> int:
+        """Threads the last decode used (fewer while another model computes too)."""
+        return self._threads_now
+
     # ---------------------------------------------------------------- tokens
 
     def _tokenize(self, text: str, *, add_special: bool) -> list[int]:
@@ -482,18 +490,28 @@ class LlamaEncoder:
         token_lists = [tokens or [self._fallback_token] for tokens in token_lists]
         # Longest first, greedily filling each decode up to the token budget.
         order = sorted(range(len(token_lists)), key=lambda i: -len(token_lists[i]))
-        group: list[int] = []
+        groups: list[list[int]] = [[]]
         used = 0
         for index in order:
             size = len(token_lists[index])
-            if group and (used + size > self._budget or len(group) >= self._max_group):
-                self._decode(group, token_lists, out)
-                group, used = [], 0
-            group.append(index)
+            if groups[-1] and (used + size > self._budget or len(groups[-1]) >= self._max_group):
+                groups.append([])
+                used = 0
+            groups[-1].append(index)
             used += size
-        if group:
-            self._decode(group, token_lists, out)
+        with CPU.busy(self):
+            for group in groups:
+                if group:
+                    self._share_cpu()
+                    self._decode(group, token_lists, out)
         return out
+
+    def _share_cpu(self) -> None:
+        """Use this model's share of the cores (see :mod:`citeline.core.cpu_share`)."""
+        threads = CPU.threads(self, self._n_threads)
+        if threads != self._threads_now:
+            self._llama.llama_set_n_threads(self._ctx, threads, threads)
+            self._threads_now = threads
 
     def _decode(self, group: list[int], token_lists: list[list[int]], out: FloatMatrix) -> None:
         llama_cpp = self._llama
