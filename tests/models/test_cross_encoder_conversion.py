@@ -102,6 +102,20 @@ def test_long_pairs_are_cut_to_max_tokens_keeping_the_structure(
     )
 
 
+def test_a_rerank_template_is_filled_in_and_cut_like_the_pair_encoding(
+    reranker_path: Path, reference: ReferenceBert
+) -> None:
+    # A model's `tokenizer.chat_template.rerank` (Qwen3-Reranker carries one) with
+    # special tokens written as text; here one that spells out BERT's pair encoding.
+    templated = LlamaReranker(reranker_path, max_tokens=40, n_threads=1)
+    templated._template = "[CLS]{query}[SEP]{document}[SEP]"
+    plain = LlamaReranker(reranker_path, max_tokens=40, n_threads=1)
+    for passage in (PASSAGES[0], PASSAGES[5]):
+        ids = templated.pair_tokens(QUESTION, passage)
+        assert ids == plain.pair_tokens(QUESTION, passage)
+        assert len(ids) <= 40 and ids[-1] == hf_pair_ids(reference, QUESTION, passage)[-1]
+
+
 def test_an_embedding_model_is_not_a_reranker_and_vice_versa(reranker_path: Path) -> None:
     with pytest.raises(RerankError, match="not a reranker"):
         LlamaReranker(default_embedding_model_path())
