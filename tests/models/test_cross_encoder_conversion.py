@@ -133,6 +133,17 @@ def test_unusable_reranker_files_are_one_line_errors(tmp_path: Path) -> None:
     assert "\n" not in str(info.value)
 
 
+def test_a_closed_model_is_an_error_not_a_crash(reranker_path: Path) -> None:
+    reranker = LlamaReranker(reranker_path, n_threads=1)
+    reranker.close()
+    with pytest.raises(RerankError, match="is closed"):
+        reranker.score(QUESTION, PASSAGES[:2])
+    embedder = LlamaEmbedder(default_embedding_model_path(), n_threads=1)
+    embedder.close()
+    with pytest.raises(EmbeddingError, match="is closed"):
+        embedder.embed_query(QUESTION)
+
+
 def test_classifier_labels_come_from_id2label(cross_encoder_dir: Path, tmp_path: Path) -> None:
     import gguf
 

@@ -225,8 +225,6 @@ class LlamaEmbedder(LlamaEncoder):
         return row
 
     def _embed(self, texts: Sequence[str]) -> FloatMatrix:
-        if self._ctx is None:
-            raise EmbeddingError(f"embedding model {self.name} is closed")
         out = self._encode([self._prepare(text) for text in texts])
         norms = np.linalg.norm(out, axis=1, keepdims=True)
         np.divide(out, np.maximum(norms, np.float32(1e-12)), out=out)

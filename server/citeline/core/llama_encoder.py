@@ -464,6 +464,8 @@ class LlamaEncoder:
         Special-token text such as ``[SEP]`` in the input is parsed as that token, as
         sentence-transformers does.
         """
+        if self._model is None:
+            raise self.error(f"{self.role} {self.name} is closed")
         llama_cpp = self._llama
         if self._wordpiece:
             text = wordpiece_compatible(text, strip_accents=self._strip_accents, unk=self._unk_text)
