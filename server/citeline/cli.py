@@ -291,6 +291,7 @@ def _run_eval(args: argparse.Namespace) -> int:
                 k: round(v, 4) for k, v in result.metrics(evalset.queries).items()
             }
             block["latency"] = result.latency()
+            block["per_query_ms"] = result.per_query_ms()
             out[method] = block
         answer_settings = settings.answer
         out["refusal"] = {

@@ -11,7 +11,7 @@ from conftest import REPO, copy_samples
 
 FIXTURES = REPO / "tests" / "fixtures" / "eval"
 CLI = [sys.executable, "-m", "citeline.cli"]
-BLOCK_KEYS = {"ndcg@10", "recall@5", "mrr@10", "hit@5", "latency"}
+BLOCK_KEYS = {"ndcg@10", "recall@5", "mrr@10", "hit@5", "latency", "per_query_ms"}
 
 
 def run_eval(*args: str) -> dict[str, object]:
@@ -31,6 +31,8 @@ def check_blocks(result: dict[str, object]) -> None:
         for key in ("ndcg@10", "recall@5", "mrr@10", "hit@5"):
             assert 0.0 <= block[key] <= 1.0
         assert block["latency"]["p50_ms"] > 0
+        per_query = block["per_query_ms"]
+        assert len(per_query) == result["queries"] and all(ms > 0 for ms in per_query.values())
 
 
 def test_beir_slice(tmp_path: Path) -> None:
@@ -50,6 +52,7 @@ def test_beir_slice(tmp_path: Path) -> None:
     assert again["embedded"] == 0 and again["hybrid"] == {
         **result["hybrid"],
         "latency": again["hybrid"]["latency"],
+        "per_query_ms": again["hybrid"]["per_query_ms"],
     }
 
 
@@ -64,7 +67,8 @@ def test_a_reranker_adds_a_reranked_block(tmp_path: Path, reranker_path: Path) -
     assert 0.0 <= block["ndcg@10"] <= 1.0 and block["latency"]["p50_ms"] > 0
     # the other methods do not change when a reranker is configured
     for method in ("dense", "keyword", "hybrid"):
-        assert {**reranked[method], "latency": None} == {**plain[method], "latency": None}
+        timing = {"latency": None, "per_query_ms": None}
+        assert {**reranked[method], **timing} == {**plain[method], **timing}
     assert reranked["embedded"] == 0  # the reranker does not touch the index
 
 

@@ -78,6 +78,10 @@ class MethodResult:
         ]
         return average(rows)
 
+    def per_query_ms(self) -> dict[str, float]:
+        """Each query's search time in milliseconds, by query id."""
+        return {qid: round(1000 * r.seconds, 2) for qid, r in self.per_query.items()}
+
     def latency(self) -> dict[str, float]:
         times = sorted(r.seconds for r in self.per_query.values())
         if not times:
