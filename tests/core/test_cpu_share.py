@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from citeline.core.cpu_share import CpuShare
+from citeline.core.cpu_share import CPU, CpuShare, ThreadLimit
 from citeline.core.embedding import Embedder, LlamaEmbedder
 from citeline.core.generation import Generator
 
@@ -30,6 +30,20 @@ def test_nested_busy_blocks_count_a_model_once() -> None:
             assert share.threads(other, 4) == 2
         assert share.threads(other, 4) == 2  # still inside the outer block
     assert share.threads(other, 4) == 4
+
+
+def test_a_thread_limit_applies_only_changes() -> None:
+    model, other = object(), object()
+    applied: list[int] = []
+    limit = ThreadLimit(model, 4, applied.append)
+    limit.fit()
+    assert applied == [] and limit.current == 4  # alone: already at the maximum
+    with CPU.busy(other):
+        limit.fit()
+        limit.fit()
+    assert applied == [2] and limit.current == 2
+    limit.fit()
+    assert applied == [2, 4] and limit.current == 4
 
 
 def test_the_embedder_takes_half_the_cores_while_the_generator_runs(

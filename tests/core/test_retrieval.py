@@ -12,6 +12,7 @@ import pytest
 
 from citeline.app import ModelPool, Workspace, open_workspace
 from citeline.core.chunking import embedding_text
+from citeline.core.documents import Hit
 from citeline.core.reranking import Reranker, RerankError
 from citeline.core.retrieval import Retriever, bm25_idf, rrf
 from citeline.settings import RerankingSettings, Settings, load_settings
@@ -89,7 +90,7 @@ def workspace(tmp_path: Path, embedder: CountingEmbedder) -> Iterator[Workspace]
     ws.close()
 
 
-def paths(hits: list) -> list[str]:  # type: ignore[type-arg]
+def paths(hits: list[Hit]) -> list[str]:
     return [hit.chunk.path for hit in hits]
 
 

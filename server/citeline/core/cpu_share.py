@@ -7,8 +7,8 @@ embedding while SmolLM2-135M generated (``benchmarks/contention.py``, two runs):
 with every core each, generation ran at 26-28 tokens/s and embedding at 5.5-5.6
 chunks/s; sharing, at 37-41 tokens/s and 5.3-6.4 chunks/s.
 
-Each model marks the time it computes with :meth:`CpuShare.busy` and asks
-:meth:`CpuShare.threads` for its thread count before each step: its own maximum
+Each model marks the time it computes with :meth:`CpuShare.busy` and, through its
+:class:`ThreadLimit`, takes its thread count before each step: its own maximum
 divided by the number of models busy now.  A model running alone keeps every core.
 """
 
@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 
 class CpuShare:
@@ -48,3 +48,24 @@ class CpuShare:
 
 #: The process's one share: every llama.cpp model in Citeline uses it.
 CPU = CpuShare()
+
+
+class ThreadLimit:
+    """One model's thread count, kept at its share of :data:`CPU`.
+
+    ``apply`` sets the count on the model (``llama_set_n_threads`` on its context);
+    it is called only when the count changes, from the model's own thread.
+    """
+
+    def __init__(self, model: object, maximum: int, apply: Callable[[int], None]) -> None:
+        self._model = model
+        self.maximum = maximum
+        self.current = maximum
+        self._apply = apply
+
+    def fit(self) -> None:
+        """Take this model's share now; call before each decode."""
+        threads = CPU.threads(self._model, self.maximum)
+        if threads != self.current:
+            self._apply(threads)
+            self.current = threads

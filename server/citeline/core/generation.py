@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Protocol
 
-from citeline.core.cpu_share import CPU
+from citeline.core.cpu_share import CPU, ThreadLimit
 from citeline.core.llama_encoder import prepare_llama
 
 log = logging.getLogger(__name__)
@@ -76,8 +76,10 @@ class LlamaGenerator:
             ) from exc
         self._path = model_path
         self._context = int(self._llm.n_ctx())
-        self._llama_cpp = llama_cpp
-        self._threads = self._threads_now = threads
+        ctx = self._llm._ctx.ctx  # llama-cpp-python's context pointer
+        self._thread_limit = ThreadLimit(
+            self, threads, lambda n: llama_cpp.llama_set_n_threads(ctx, n, n)
+        )
 
     @property
     def name(self) -> str:
@@ -100,7 +102,7 @@ class LlamaGenerator:
     ) -> Iterator[str]:
         try:
             with CPU.busy(self):
-                self._share_cpu()
+                self._thread_limit.fit()  # this model's share of the cores
                 stream = self._llm.create_chat_completion(
                     messages=list(messages),  # type: ignore[arg-type]
                     max_tokens=max_tokens,
@@ -116,14 +118,6 @@ class LlamaGenerator:
                     piece = delta.get("content") if isinstance(delta, dict) else None
                     if piece:
                         yield str(piece)
-                    self._share_cpu()  # before the next token is computed
+                    self._thread_limit.fit()  # before the next token is computed
         except (ValueError, RuntimeError) as exc:
             raise GenerationError(f"generation with {self.name} failed: {exc}") from exc
-
-    def _share_cpu(self) -> None:
-        """Use this model's share of the cores (see :mod:`citeline.core.cpu_share`)."""
-        threads = CPU.threads(self, self._threads)
-        ctx = getattr(getattr(self._llm, "_ctx", None), "ctx", None)  # llama-cpp-python's
-        if threads != self._threads_now and ctx is not None:
-            self._llama_cpp.llama_set_n_threads(ctx, threads, threads)
-            self._threads_now = threads

@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from citeline.core.cpu_share import CPU
+from citeline.core.cpu_share import CPU, ThreadLimit
 
 logger = logging.getLogger(__name__)
 
@@ -394,7 +394,9 @@ class LlamaEncoder:
         self._n_seq_max = n_seq_max
         self._max_tokens = max_tokens
         self._n_threads = threads
-        self._threads_now = threads
+        self._thread_limit = ThreadLimit(
+            self, threads, lambda n: llama_cpp.llama_set_n_threads(ctx, n, n)
+        )
 
         # llama.cpp's BERT tokenizer needs its input adjusted to match HF's exactly.
         self._wordpiece = self._meta("tokenizer.ggml.model") == "bert"
@@ -454,7 +456,7 @@ class LlamaEncoder:
     @property
     def threads(self) -> int:
         """Threads the last decode used (fewer while another model computes too)."""
-        return self._threads_now
+        return self._thread_limit.current
 
     # ---------------------------------------------------------------- tokens
 
@@ -492,28 +494,20 @@ class LlamaEncoder:
         token_lists = [tokens or [self._fallback_token] for tokens in token_lists]
         # Longest first, greedily filling each decode up to the token budget.
         order = sorted(range(len(token_lists)), key=lambda i: -len(token_lists[i]))
-        groups: list[list[int]] = [[]]
+        groups: list[list[int]] = []
         used = 0
         for index in order:
             size = len(token_lists[index])
-            if groups[-1] and (used + size > self._budget or len(groups[-1]) >= self._max_group):
+            if not groups or used + size > self._budget or len(groups[-1]) >= self._max_group:
                 groups.append([])
                 used = 0
             groups[-1].append(index)
             used += size
         with CPU.busy(self):
             for group in groups:
-                if group:
-                    self._share_cpu()
-                    self._decode(group, token_lists, out)
+                self._thread_limit.fit()  # this model's share of the cores
+                self._decode(group, token_lists, out)
         return out
-
-    def _share_cpu(self) -> None:
-        """Use this model's share of the cores (see :mod:`citeline.core.cpu_share`)."""
-        threads = CPU.threads(self, self._n_threads)
-        if threads != self._threads_now:
-            self._llama.llama_set_n_threads(self._ctx, threads, threads)
-            self._threads_now = threads
 
     def _decode(self, group: list[int], token_lists: list[list[int]], out: FloatMatrix) -> None:
         llama_cpp = self._llama
