@@ -24,7 +24,8 @@ from pathlib import Path
 
 from citeline.app import ModelPool, open_workspace
 from citeline.core import keywords
-from citeline.core.answering import AnswerSettings, is_evidence
+from citeline.core.answering.evidence import is_evidence
+from citeline.core.answering.settings import AnswerSettings
 from citeline.core.chunking import ChunkSettings
 from citeline.core.documents import Hit
 from citeline.core.retrieval import rrf

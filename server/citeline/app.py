@@ -13,7 +13,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from citeline.core.answering import Answer, AskContext, ask
+from citeline.core.answering.flow import AskContext, ask
+from citeline.core.answering.results import Answer
 from citeline.core.documents import Hit
 from citeline.core.embedding import Embedder, LlamaEmbedder
 from citeline.core.generation import Generator, LlamaGenerator

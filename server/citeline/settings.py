@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar, get_type_hints
 
-from citeline.core.answering import AnswerSettings
+from citeline.core.answering.settings import AnswerSettings
 from citeline.core.chunking import ChunkSettings
 from citeline.core.retrieval import RetrievalSettings
 

@@ -1,19 +1,17 @@
 """Unit tests of the answer stage's pure parts.  The real-model tests are in
 tests/core/test_answering_real.py."""
 
-from citeline.core.answering import (
-    AnswerSettings,
+from citeline.core.answering.citations import (
     CitationFilter,
-    build_messages,
     cited_numbers,
     clean_answer_text,
-    detect_language,
-    evidence_block,
     is_refusal,
-    refusal_text,
-    select_evidence,
 )
+from citeline.core.answering.evidence import evidence_block, refusal_text, select_evidence
+from citeline.core.answering.prompt import build_messages
+from citeline.core.answering.settings import AnswerSettings
 from citeline.core.documents import Chunk, Hit
+from citeline.core.scripts import detect_language
 
 
 def hit(n: int, text: str, score: float, path: str = "a.md", line: int = 1) -> Hit:

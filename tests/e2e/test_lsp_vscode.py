@@ -35,7 +35,7 @@ from lsp_harness import (
 )
 from lsprotocol import types
 
-from citeline.core.answering import clean_answer_text
+from citeline.core.answering.citations import clean_answer_text
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 

@@ -13,7 +13,7 @@ import logging
 import time
 from pathlib import Path
 
-from citeline.core.answering import Answer
+from citeline.core.answering.results import Answer
 
 log = logging.getLogger(__name__)
 

@@ -18,7 +18,8 @@ from pathlib import Path
 
 from citeline.app import Workspace
 from citeline.core import keywords
-from citeline.core.answering import AnswerSettings, is_evidence
+from citeline.core.answering.evidence import is_evidence
+from citeline.core.answering.settings import AnswerSettings
 from citeline.core.documents import Hit
 from citeline.evaluation.datasets import EvalQuery, EvalSet
 from citeline.evaluation.metrics import METRICS, average

@@ -1,0 +1,120 @@
+"""Which hits are evidence, how they are labelled, and the texts that list them.
+
+A hit is evidence when it is strong on an absolute scale (``is_evidence``);
+``select_evidence`` keeps those, drops near-duplicates and packs them whole into
+a token budget in rank order.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+
+from citeline.core.answering.language import message
+from citeline.core.answering.results import Evidence
+from citeline.core.answering.settings import AnswerSettings
+from citeline.core.documents import Hit
+from citeline.core.scripts import CJK_LANGUAGES, CJK_RUN
+
+_WORD = re.compile(r"\w+", re.UNICODE)
+
+
+def _shingles(text: str) -> set[tuple[str, ...]]:
+    words = [w.lower() for w in _WORD.findall(text)]
+    if any(CJK_RUN.match(w) for w in words):  # CJK runs: character trigrams
+        chars = [c for c in text if not c.isspace()]
+        return {tuple(chars[i : i + 3]) for i in range(max(len(chars) - 2, 1))}
+    return {tuple(words[i : i + 3]) for i in range(max(len(words) - 2, 1))}
+
+
+def _overlaps(a: Hit, b: Hit, threshold: float) -> bool:
+    if a.chunk.path != b.chunk.path:
+        return a.chunk.text == b.chunk.text
+    sa, sb = _shingles(a.chunk.text), _shingles(b.chunk.text)
+    small = min(len(sa), len(sb))
+    return small > 0 and len(sa & sb) / small >= threshold
+
+
+def evidence_label(hit: Hit, language: str) -> str:
+    c = hit.chunk
+    parts = [c.path]
+    if c.section:
+        parts.append(f"§ {c.section}")
+    if c.page is not None:
+        parts.append(
+            message(language, "page").format(n=c.page) if language == "zh" else f"page {c.page}"
+        )
+    elif c.start_line is not None:
+        lines = message(language, "lines")
+        parts.append(
+            f"{c.start_line}-{c.end_line}{lines}"
+            if language == "zh"
+            else f"{lines} {c.start_line}-{c.end_line}"
+        )
+    return ", ".join(parts)
+
+
+def evidence_block(n: int, hit: Hit, language: str) -> str:
+    return f"[{n}] {evidence_label(hit, language)}\n{hit.chunk.text.strip()}"
+
+
+def is_evidence(hit: Hit, settings: AnswerSettings, cjk: bool = False) -> bool:
+    """Strong enough, on an absolute scale, to answer a question from.
+
+    ``cjk``: the question is Chinese, Japanese or Korean (its keyword threshold
+    differs, see ``AnswerSettings``).
+    """
+    dense = hit.dense if hit.dense is not None else (hit.score if hit.keyword is None else None)
+    if dense is not None and dense >= settings.min_score:
+        return True
+    threshold = settings.min_keyword_score_cjk if cjk else settings.min_keyword_score
+    return hit.keyword is not None and hit.keyword >= threshold
+
+
+def select_evidence(
+    hits: Sequence[Hit],
+    settings: AnswerSettings,
+    budget_tokens: int,
+    count_tokens: Callable[[str], int],
+    language: str = "en",
+) -> list[Evidence]:
+    """Hits that clear the threshold, without near-duplicates, packed into the budget."""
+    chosen: list[Hit] = []
+    used = 0
+    for hit in hits:
+        cjk = language in CJK_LANGUAGES
+        if not is_evidence(hit, settings, cjk) or len(chosen) >= settings.max_evidence:
+            continue
+        if any(_overlaps(hit, other, settings.overlap) for other in chosen):
+            continue
+        cost = count_tokens(evidence_block(len(chosen) + 1, hit, language)) + 2
+        if used + cost > budget_tokens:
+            continue  # left out whole; a smaller later block may still fit
+        chosen.append(hit)
+        used += cost
+    return [Evidence(n, hit) for n, hit in enumerate(chosen, start=1)]
+
+
+def _strength(hit: Hit) -> float:
+    return max(x for x in (hit.dense, hit.keyword, hit.score) if x is not None)
+
+
+def evidence_list_text(evidence: Sequence[Evidence], language: str, header_key: str) -> str:
+    lines = [message(language, header_key)]
+    for e in evidence:
+        snippet = " ".join(e.hit.chunk.text.split())
+        snippet = snippet[:200] + ("…" if len(snippet) > 200 else "")
+        lines.append(
+            f"[{e.n}] {evidence_label(e.hit, language)} ({_strength(e.hit):.2f}): {snippet}"
+        )
+    return "\n".join(lines)
+
+
+def refusal_text(hits: Sequence[Hit], language: str, nearest: int = 3) -> str:
+    lines = [message(language, "refusal")]
+    if hits:
+        lines.append("")
+        lines.append(message(language, "nearest"))
+        for hit in hits[:nearest]:
+            lines.append(f"- {evidence_label(hit, language)} ({_strength(hit):.2f})")
+    return "\n".join(lines)

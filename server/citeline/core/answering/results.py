@@ -1,0 +1,84 @@
+"""What an ask produces: the evidence it used, its citations, the answer."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from citeline.core.documents import Hit
+
+
+@dataclass(frozen=True)
+class Evidence:
+    n: int
+    hit: Hit
+
+
+@dataclass(frozen=True)
+class Citation:
+    n: int
+    chunk_id: int
+    path: str
+    title: str
+    section: str
+    page: int | None
+    start_line: int | None
+    end_line: int | None
+    score: float
+    cited: bool  # False: listed because the answer cited nothing, or no answer was made
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "n": self.n,
+            "path": self.path,
+            "title": self.title,
+            "section": self.section,
+            "page": self.page,
+            "start_line": self.start_line,
+            "end_line": self.end_line,
+            "score": round(self.score, 6),
+            "cited": self.cited,
+        }
+
+
+def citation_for(e: Evidence, cited: bool) -> Citation:
+    c = e.hit.chunk
+    return Citation(
+        n=e.n,
+        chunk_id=e.hit.chunk_id,
+        path=c.path,
+        title=c.title,
+        section=c.section,
+        page=c.page,
+        start_line=c.start_line,
+        end_line=c.end_line,
+        score=e.hit.score,
+        cited=cited,
+    )
+
+
+@dataclass
+class Answer:
+    question: str
+    language: str
+    text: str
+    refused: bool
+    generator_called: bool
+    citations: list[Citation]
+    hits: list[Hit]
+    evidence: list[Evidence]
+    prompt: list[dict[str, str]] = field(default_factory=list)
+    degraded: str | None = None  # "timeout", "cancelled", "uncited"
+    timings: dict[str, float | None] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "question": self.question,
+            "language": self.language,
+            "answer": self.text,
+            "refused": self.refused,
+            "generator_called": self.generator_called,
+            "degraded": self.degraded,
+            "citations": [c.to_json() for c in self.citations],
+            "hits": [h.to_json() for h in self.hits],
+            "timings": {k: (None if v is None else round(v, 4)) for k, v in self.timings.items()},
+        }

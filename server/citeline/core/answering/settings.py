@@ -1,0 +1,24 @@
+"""How the answer stage behaves: thresholds, budgets, the answer mode."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class AnswerSettings:
+    candidates: int = 8  # hits retrieved before filtering
+    # A hit counts as evidence when its cosine similarity reaches min_score or its
+    # normalised BM25 score reaches min_keyword_score (see citeline.core.documents.Hit).
+    # Calibrated on SciFact train and CMRC 2018 trial (docs/quality.md).  CJK
+    # questions are cut into character bigrams, many of which (question words,
+    # bigrams across word boundaries) never occur in the answer, so their
+    # normalised keyword scores run lower.
+    min_score: float = 0.4
+    min_keyword_score: float = 0.7
+    min_keyword_score_cjk: float = 0.3
+    max_evidence: int = 4
+    max_answer_tokens: int = 256
+    temperature: float = 0.1
+    timeout_seconds: float = 60.0
+    overlap: float = 0.6  # share of a block's word trigrams found in a better one

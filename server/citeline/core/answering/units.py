@@ -1,0 +1,219 @@
+"""Answer units: the sentences, list items, table rows and code blocks of a passage.
+
+An extractive answer is made of units taken verbatim from the evidence, so a unit
+must read well on its own and be exactly the source's words:
+
+- prose is cut into sentences, in English (``.``, ``!``, ``?`` followed by a space
+  and not after an abbreviation, an initial or inside a number or a file name such
+  as ``pg_hba.conf``) and in Chinese (after ``。！？；``, closing quotes included);
+- each list item is a unit (its wrapped lines joined); the line that introduces
+  the list is kept as the item's ``lead``;
+- each table row is a unit, with the table's header row as its ``lead``;
+- a fenced code block (or a preformatted block of an HTML page) stays whole.
+
+Whitespace inside a line is kept as written; a paragraph's wrapped lines are
+joined with one space (none between two CJK characters).  Nothing is reworded.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Literal
+
+from citeline.core.scripts import CJK_CHAR
+
+UnitKind = Literal["sentence", "item", "row", "code"]
+
+
+@dataclass(frozen=True)
+class Unit:
+    """One answer unit of a passage.
+
+    ``block`` numbers the passage's paragraphs, lists, tables and code blocks;
+    ``position`` is the unit's order in the passage.  ``lead`` is what the unit
+    needs to be understood alone (a list's lead-in line, a table's header row).
+    """
+
+    text: str
+    kind: UnitKind
+    block: int
+    position: int
+    lead: str = ""
+
+    @property
+    def display(self) -> str:
+        """The unit as shown in an answer: a table row under its header."""
+        if self.kind == "row" and self.lead:
+            return f"{self.lead}\n{self.text}"
+        return self.text
+
+
+# -- sentences -----------------------------------------------------------------
+
+# Words after which a full stop does not end a sentence (lower case, no dot).
+_ABBREVIATION_WORDS = """
+e.g i.e eg ie vs cf al approx ca fig figs eq eqs no nos vol pp p ch sec mr mrs
+ms dr prof sr jr st mt inc ltd co corp dept est jan feb mar apr jun jul aug sep
+sept oct nov dec resp viz
+"""
+_ABBREVIATIONS = frozenset(_ABBREVIATION_WORDS.split())
+# A candidate end: terminal punctuation, closing quotes or brackets, then space.
+_LATIN_END = re.compile(r"[.!?]+[\"'”’)\]]*(?=\s)")
+# Chinese, Japanese: full-width terminators end a sentence without a space; so do
+# ASCII ! and ? directly followed by a CJK character.
+_CJK_END = re.compile(r"(?:[。！？；]+|[!?]+(?=" + CJK_CHAR + r"))[”’」』）)\]]*")
+_WORD_BEFORE = re.compile(r"(\S+)$")
+_NEXT_START = re.compile(r"\s*(\S)")
+
+
+def _ends_sentence(text: str, end: int) -> bool:
+    """Whether the Latin terminator that closes at ``end`` ends a sentence."""
+    head = text[:end].rstrip("\"'”’)]")
+    if not head.endswith("."):
+        return _next_starts_sentence(text, end)
+    match = _WORD_BEFORE.search(head[:-1])
+    word = match.group(1) if match else ""
+    bare = word.lstrip("(\"'“‘[").lower()
+    if bare in _ABBREVIATIONS:
+        return False
+    if len(bare) == 1 and bare.isalpha():  # an initial: "J. Smith"
+        return False
+    if "." in bare and all(len(part) <= 2 for part in bare.split(".")):  # "u.s", "a.m"
+        return False
+    return _next_starts_sentence(text, end)
+
+
+def _next_starts_sentence(text: str, end: int) -> bool:
+    match = _NEXT_START.match(text, end)
+    if match is None:
+        return True
+    first = match.group(1)
+    return not first.islower()
+
+
+def split_sentences(text: str) -> list[str]:
+    """The sentences of one paragraph, verbatim, without surrounding whitespace."""
+    cuts: set[int] = set()
+    for match in _LATIN_END.finditer(text):
+        if _ends_sentence(text, match.end()):
+            cuts.add(match.end())
+    for match in _CJK_END.finditer(text):
+        cuts.add(match.end())
+    sentences: list[str] = []
+    start = 0
+    for cut in sorted(cuts):
+        piece = text[start:cut].strip()
+        if piece:
+            sentences.append(piece)
+        start = cut
+    rest = text[start:].strip()
+    if rest:
+        sentences.append(rest)
+    return sentences
+
+
+# -- blocks --------------------------------------------------------------------
+
+_FENCE = re.compile(r"^\s{0,3}(`{3,}|~{3,})")
+_LIST_ITEM = re.compile(r"^(\s*)(?:[-*+•]|\d{1,3}[.)])\s+\S")
+_TABLE_SEPARATOR = re.compile(r"^\s*\|?\s*:?-{3,}:?\s*(?:\|\s*:?-{3,}:?\s*)*\|?\s*$")
+_SHELL_PROMPT = re.compile(r"^\s*(?:\$|#|%|>>>|PS>)\s")
+_CODE_LINE_END = re.compile(r"[{};]\s*$|^\s*[}\])]")
+
+
+def _join_lines(lines: list[str]) -> str:
+    """A paragraph's wrapped lines as one line: one space, none between CJK characters."""
+    out = ""
+    for line in lines:
+        line = line.strip()
+        if not line:
+            continue
+        if out and not (re.match(CJK_CHAR, out[-1]) and re.match(CJK_CHAR, line[0])):
+            out += " "
+        out += line
+    return out
+
+
+def _looks_like_code(lines: list[str]) -> bool:
+    """A preformatted block of an HTML page or plain text: indented lines, prompts, braces."""
+    if len(lines) < 2:
+        return bool(lines) and bool(_SHELL_PROMPT.match(lines[0]))
+    indented = sum(1 for line in lines if line[:1] in (" ", "\t") and line.strip())
+    coded = sum(1 for line in lines if _SHELL_PROMPT.match(line) or _CODE_LINE_END.search(line))
+    return indented >= len(lines) / 2 or coded >= len(lines) / 2
+
+
+def _is_table(lines: list[str]) -> bool:
+    return len(lines) >= 2 and "|" in lines[0] and bool(_TABLE_SEPARATOR.match(lines[1]))
+
+
+def _blocks(text: str) -> list[tuple[str, list[str]]]:
+    """(kind, lines) for each block: ``code`` for fenced code, else ``text``."""
+    blocks: list[tuple[str, list[str]]] = []
+    current: list[str] = []
+    fence: str | None = None
+    for line in text.split("\n"):
+        if fence is not None:
+            current.append(line)
+            if line.strip().startswith(fence):
+                blocks.append(("code", current))
+                current, fence = [], None
+            continue
+        opening = _FENCE.match(line)
+        if opening:
+            if current:
+                blocks.append(("text", current))
+            current, fence = [line], opening.group(1)[0] * 3
+            continue
+        if line.strip():
+            current.append(line)
+        elif current:
+            blocks.append(("text", current))
+            current = []
+    if current:
+        blocks.append(("code" if fence is not None else "text", current))
+    return blocks
+
+
+def split_units(text: str) -> list[Unit]:
+    """The passage's units, in reading order."""
+    units: list[Unit] = []
+    previous_tail = ""  # the last sentence of the block before: a list's lead-in
+
+    def add(unit_text: str, kind: UnitKind, block: int, lead: str = "") -> None:
+        if unit_text.strip():
+            units.append(Unit(unit_text, kind, block, len(units), lead))
+
+    for block, (kind, lines) in enumerate(_blocks(text)):
+        if kind == "code" or _looks_like_code(lines):
+            add("\n".join(line.rstrip() for line in lines).strip("\n"), "code", block)
+            previous_tail = ""
+            continue
+        if _is_table(lines):
+            header = f"{lines[0].strip()}\n{lines[1].strip()}"
+            for row in lines[2:]:
+                add(row.strip(), "row", block, header)
+            previous_tail = ""
+            continue
+        lead_lines: list[str] = []
+        items: list[list[str]] = []
+        for line in lines:
+            if _LIST_ITEM.match(line):
+                items.append([line])
+            elif items:
+                items[-1].append(line)
+            else:
+                lead_lines.append(line)
+        sentences = split_sentences(_join_lines(lead_lines)) if lead_lines else []
+        for sentence in sentences:
+            add(sentence, "sentence", block)
+        if items:
+            lead = sentences[-1] if sentences else previous_tail
+            lead = lead if lead.rstrip().endswith((":", "：")) else ""
+            for item in items:
+                add(_join_lines(item), "item", block, lead)
+            previous_tail = ""
+        else:
+            previous_tail = sentences[-1] if sentences else ""
+    return units
