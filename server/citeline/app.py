@@ -13,7 +13,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from citeline.core.answering.flow import AskContext, ask
+from citeline.core.answering.extractive import UnitScorer
+from citeline.core.answering.flow import EXTRACTIVE, GENERATIVE, AskContext, ask
 from citeline.core.answering.results import Answer
 from citeline.core.documents import Hit
 from citeline.core.embedding import Embedder, LlamaEmbedder
@@ -74,6 +75,19 @@ def make_reranker(settings: RerankingSettings) -> Reranker | None:
         max_tokens=settings.max_tokens or None,
         n_threads=settings.threads or None,
     )
+
+
+def answer_mode(settings: Settings) -> str:
+    """The answer mode to use: ``auto`` resolves by the configured generator.
+
+    The bundled SmolLM2-135M does not follow citation instructions (measured in
+    docs/quality.md), so it answers extractively; a model the user configures
+    writes the answer, and every sentence of it is checked against its evidence.
+    """
+    mode = settings.answer.mode
+    if mode in (EXTRACTIVE, GENERATIVE):
+        return mode
+    return GENERATIVE if settings.generation.model else EXTRACTIVE
 
 
 def generation_model_name(settings: GenerationSettings) -> str:
@@ -164,8 +178,15 @@ class Workspace:
         language server runs retrieval on the thread that owns the embedder)."""
         context = AskContext(
             retrieve=retrieve or self.retriever.search,
+            scorer=UnitScorer(
+                self.retriever.term_weights,
+                self.embedder.embed_documents,
+                self.embedder.embed_query,
+            ),
             generator=generator or self.generator,
             settings=self.settings.answer,
+            mode=answer_mode(self.settings),
+            dense_for_cjk=self.settings.retrieval.dense_for_cjk,
             on_token=on_token,
             cancelled=cancelled,
         )

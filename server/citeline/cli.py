@@ -22,6 +22,7 @@ from citeline import __version__
 
 if TYPE_CHECKING:
     from citeline.app import Workspace
+    from citeline.core.answering.results import Answer
 
 log = logging.getLogger("citeline")
 
@@ -223,7 +224,12 @@ def _run_ask(args: argparse.Namespace) -> int:
         return 0
     if not streamed:
         print(answer.text, end="")
+    elif "".join(streamed) != answer.text:  # a generated answer, settled by the check
+        print(f"\n\n{_settled_note(answer)}\n{answer.text}", end="")
     print()
+    label = _mode_label(answer)
+    if label:
+        print(f"\n({label})")
     citations = result["citations"]
     assert isinstance(citations, list)
     if citations:
@@ -232,6 +238,23 @@ def _run_ask(args: argparse.Namespace) -> int:
         for citation in citations:
             print(_citation_line(citation))
     return 0
+
+
+_MODE_LABELS = {
+    "extractive": "quoted from the documents",
+    "generative": "written by the model; every sentence checked against its sources",
+}
+
+
+def _mode_label(answer: Answer) -> str:
+    """Which way the answer was made, in a few words ("" for a refusal)."""
+    return _MODE_LABELS.get(answer.mode or "", "")
+
+
+def _settled_note(answer: Answer) -> str:
+    if answer.mode == "extractive":
+        return "Not supported by the documents; the documents' own words instead:"
+    return "Checked against the sources:"
 
 
 def _run_serve(args: argparse.Namespace) -> int:

@@ -26,6 +26,7 @@ def record_ask(index_dir: Path, answer: Answer, models: dict[str, str]) -> None:
         **answer.to_json(),
         "prompt": answer.prompt,
         "evidence": [e.n for e in answer.evidence],
+        "dropped": answer.dropped,
         "models": models,
     }
     try:

@@ -99,9 +99,13 @@ class Retriever:
         terms = keywords.query_terms(query)
         if not terms:
             return []
-        total, frequencies = self.index.store.document_frequencies(terms)
-        norm = sum(bm25_idf(total, frequencies.get(t, 0)) for t in terms)
+        norm = sum(self.term_weights(terms).values())
         return [(cid, score / norm) for cid, score in self.index.store.keyword_search(terms, k)]
+
+    def term_weights(self, terms: Sequence[str]) -> dict[str, float]:
+        """Each keyword term's IDF in this index: rare terms weigh more."""
+        total, frequencies = self.index.store.document_frequencies(terms)
+        return {t: bm25_idf(total, frequencies.get(t, 0)) for t in terms}
 
     # -- search ------------------------------------------------------------------
 

@@ -71,6 +71,15 @@ def is_evidence(hit: Hit, settings: AnswerSettings, cjk: bool = False) -> bool:
     return hit.keyword is not None and hit.keyword >= threshold
 
 
+def distinct_evidence(hits: Sequence[Hit], settings: AnswerSettings) -> list[Evidence]:
+    """``hits`` (already evidence) without near-duplicates, numbered in rank order."""
+    chosen: list[Hit] = []
+    for hit in hits:
+        if not any(_overlaps(hit, other, settings.overlap) for other in chosen):
+            chosen.append(hit)
+    return [Evidence(n, hit) for n, hit in enumerate(chosen, start=1)]
+
+
 def select_evidence(
     hits: Sequence[Hit],
     settings: AnswerSettings,

@@ -1,82 +1,167 @@
 """The ask flow: from a question to a cited answer.
 
-1. retrieve, and keep the hits that are evidence (``evidence.is_evidence``); with
-   none, refuse without calling the generator, naming the nearest passages;
-2. ``evidence.select_evidence``: whole blocks, no near-duplicates, in a budget;
-3. ``prompt.build_messages`` and generation, streamed through
-   ``citations.CitationFilter`` (markers to unknown evidence dropped as they flow);
-4. citations built by the program from the evidence the markers point at; the
-   evidence list when the model cited nothing; a refusal when it said it cannot
-   answer.
+1. Retrieve, and keep the hits that are evidence (``evidence.is_evidence``).  With
+   none, refuse at once, naming the nearest passages.
+2. Score every unit of the evidence against the question (``extractive``).  When
+   no unit is likely to hold the answer, refuse: the documents are on the topic
+   but do not say this.  The generator is never called for a refusal.
+3. Extractive mode: the chosen units, verbatim, each with the [n] of its block.
+4. Generative mode: the generator writes from numbered evidence
+   (``prompt.build_messages``), streamed through ``citations.CitationFilter``;
+   then every sentence is checked against the evidence it cites
+   (``verification``) and only supported sentences stay.  When none survives, or
+   generation times out or is cancelled, the answer is the extractive one.
+
+Citations are always built by the program from the evidence an answer's markers
+point at.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 
-from citeline.core.answering.citations import (
-    CitationFilter,
-    cited_numbers,
-    clean_answer_text,
-    is_refusal,
-)
+from citeline.core.answering.citations import CitationFilter, clean_answer_text
 from citeline.core.answering.evidence import (
-    evidence_list_text,
+    distinct_evidence,
     is_evidence,
     refusal_text,
     select_evidence,
 )
-from citeline.core.answering.language import message
+from citeline.core.answering.extractive import (
+    Extract,
+    SelectionSettings,
+    UnitScorer,
+    compose,
+    renumber,
+    select,
+)
 from citeline.core.answering.prompt import build_messages
-from citeline.core.answering.results import Answer, citation_for
+from citeline.core.answering.results import Answer, Evidence, citation_for
 from citeline.core.answering.settings import AnswerSettings
+from citeline.core.answering.verification import Verified, VerifySettings, verify
 from citeline.core.documents import Hit
 from citeline.core.generation import Generator
 from citeline.core.scripts import CJK_LANGUAGES, detect_language
 
+EXTRACTIVE = "extractive"
+GENERATIVE = "generative"
+
 
 @dataclass
 class AskContext:
-    """What one ask needs besides the question: retrieval, generator, settings, hooks."""
+    """What one ask needs besides the question: retrieval, scoring, generator, hooks.
+
+    ``mode`` is the resolved answer mode (``extractive`` or ``generative``);
+    ``dense_for_cjk``: the embedder understands Chinese, Japanese and Korean.
+    """
 
     retrieve: Callable[[str, int], list[Hit]]
-    generator: Callable[[], Generator]  # loaded lazily: a refusal never loads the model
+    scorer: UnitScorer
+    generator: Callable[[], Generator]  # loaded lazily: extractive asks never load it
     settings: AnswerSettings
+    mode: str = EXTRACTIVE
+    dense_for_cjk: bool = True
+    selection: SelectionSettings = field(default_factory=SelectionSettings)
+    verification: VerifySettings = field(default_factory=VerifySettings)
     on_token: Callable[[str], None] | None = None
     cancelled: Callable[[], bool] | None = None
     clock: Callable[[], float] = time.perf_counter
 
 
+@dataclass
+class _Ask:
+    """One ask in progress: what every step reads and the timings they stamp."""
+
+    question: str
+    ctx: AskContext
+    language: str
+    t0: float
+    hits: list[Hit] = field(default_factory=list)
+    timings: dict[str, float | None] = field(default_factory=dict)
+
+    def elapsed(self) -> float:
+        return self.ctx.clock() - self.t0
+
+    def emit(self, text: str) -> None:
+        if self.timings.get("first_text") is None:
+            self.timings["first_text"] = self.elapsed()
+        if self.ctx.on_token:
+            self.ctx.on_token(text)
+
+    def finish(self, answer: Answer) -> Answer:
+        self.timings["total"] = self.elapsed()
+        answer.timings = self.timings
+        return answer
+
+    def refusal(self, evidence: Sequence[Evidence] = (), confidence: float | None = None) -> Answer:
+        text = refusal_text(self.hits, self.language)
+        self.emit(text)
+        answer = Answer(
+            self.question, self.language, text, True, False, [], self.hits, list(evidence)
+        )
+        answer.confidence = confidence
+        return self.finish(answer)
+
+    def extractive(self, extract: Extract, **extra: object) -> Answer:
+        """The chosen units as the answer, cited; ``extra`` sets Answer fields."""
+        extract, evidence = renumber(extract)
+        text = compose(extract)
+        if not extra.get("generator_called"):
+            self.emit(text)
+        cited = set(extract.cited)
+        answer = Answer(
+            self.question,
+            self.language,
+            text,
+            False,
+            bool(extra.pop("generator_called", False)),
+            [citation_for(e, cited=True) for e in evidence if e.n in cited],
+            self.hits,
+            evidence,
+            mode=EXTRACTIVE,
+            confidence=extract.best,
+        )
+        for key, value in extra.items():
+            setattr(answer, key, value)
+        return self.finish(answer)
+
+
 def ask(question: str, ctx: AskContext) -> Answer:
     settings = ctx.settings
     language = detect_language(question)
-    t0 = ctx.clock()
-    hits = ctx.retrieve(question, settings.candidates)
-    t_retrieved = ctx.clock()
-    timings: dict[str, float | None] = {"retrieval": t_retrieved - t0, "first_token": None}
-    above = [h for h in hits if is_evidence(h, settings, language in CJK_LANGUAGES)]
+    cjk = language in CJK_LANGUAGES
+    state = _Ask(question, ctx, language, ctx.clock())
+    state.hits = ctx.retrieve(question, settings.candidates)
+    state.timings = {"retrieval": state.elapsed(), "first_text": None}
+    above = [h for h in state.hits if is_evidence(h, settings, cjk)]
     if not above:
-        timings["total"] = ctx.clock() - t0
-        text = refusal_text(hits, language)
-        if ctx.on_token:
-            ctx.on_token(text)
-        return Answer(question, language, text, True, False, [], hits, [], timings=timings)
+        return state.refusal()
 
+    candidates = distinct_evidence(above, settings)
+    scored = ctx.scorer.score(question, candidates, cjk=cjk, use_dense=ctx.dense_for_cjk or not cjk)
+    extract = select(scored, ctx.selection)
+    state.timings["selection"] = state.elapsed()
+    if not extract.answered(ctx.selection):
+        return state.refusal(candidates, extract.best)
+    if ctx.mode != GENERATIVE:
+        return state.extractive(extract)
+    return _generate(state, above, extract)
+
+
+def _generate(state: _Ask, above: list[Hit], extract: Extract) -> Answer:
+    ctx, settings, language = state.ctx, state.ctx.settings, state.language
     generator = ctx.generator()
-    messages_probe = build_messages(question, [], language)
-    overhead = generator.count_tokens("\n".join(m["content"] for m in messages_probe)) + 64
+    probe = build_messages(state.question, [], language)
+    overhead = generator.count_tokens("\n".join(m["content"] for m in probe)) + 64
     budget = generator.context_size - overhead - settings.max_answer_tokens
     evidence = select_evidence(above, settings, budget, generator.count_tokens, language)
-    if not evidence:  # nothing fits the context: say so rather than guess
-        timings["total"] = ctx.clock() - t0
-        text = refusal_text(hits, language)
-        return Answer(question, language, text, True, False, [], hits, [], timings=timings)
-    messages = build_messages(question, evidence, language)
-    valid = {e.n for e in evidence}
-    citation_filter = CitationFilter(valid)
-    deadline = t_retrieved + settings.timeout_seconds
+    if not evidence:  # nothing fits the generator's context: the evidence speaks for itself
+        return state.extractive(extract, fallback="context")
+    messages = build_messages(state.question, evidence, language)
+    citation_filter = CitationFilter({e.n for e in evidence})
+    deadline = state.t0 + (state.timings["retrieval"] or 0.0) + settings.timeout_seconds
     stopped: list[str] = []
 
     def should_stop() -> bool:
@@ -95,71 +180,49 @@ def ask(question: str, ctx: AskContext) -> Answer:
         temperature=settings.temperature,
         should_stop=should_stop,
     ):
-        if timings["first_token"] is None:
-            timings["first_token"] = ctx.clock() - t0
         out = citation_filter.feed(piece)
         if out:
             pieces.append(out)
-            if ctx.on_token:
-                ctx.on_token(out)
+            state.emit(out)
     tail = citation_filter.flush()
     if tail:
         pieces.append(tail)
-        if ctx.on_token:
-            ctx.on_token(tail)
-    raw = "".join(pieces)
-    text = clean_answer_text(raw)
-    timings["total"] = ctx.clock() - t0
-
-    def evidence_answer(body: str, reason: str) -> Answer:
-        """The evidence list as (part of) the answer, every block an uncited citation."""
-        listing = evidence_list_text(evidence, language, reason)
-        if ctx.on_token:
-            ctx.on_token("\n\n" + listing)
-        return Answer(
-            question,
-            language,
-            f"{body}\n\n{listing}" if body else listing,
-            False,
-            True,
-            [citation_for(e, cited=False) for e in evidence],
-            hits,
-            evidence,
-            prompt=messages,
-            degraded=reason,
-            timings=timings,
+        state.emit(tail)
+    if stopped:
+        reason = stopped[0]
+        return state.extractive(
+            extract, generator_called=True, prompt=messages, degraded=reason, fallback=reason
         )
-
-    if stopped:  # timeout or cancelled: what was written, then the evidence
-        return evidence_answer(text, stopped[0])
-    if is_refusal(text) or not text:
-        refusal = message(language, "model_refused") if text else message(language, "refusal")
-        return Answer(
-            question,
-            language,
-            text or refusal,
-            True,
-            True,
-            [],
-            hits,
-            evidence,
+    checked = verify(clean_answer_text("".join(pieces)), evidence, ctx.verification)
+    dropped = _dropped(checked)
+    if not checked.kept:
+        return state.extractive(
+            extract,
+            generator_called=True,
             prompt=messages,
-            timings=timings,
+            fallback="unsupported",
+            dropped=dropped,
         )
-    numbers = [n for n in cited_numbers(text) if n in valid]
     by_n = {e.n: e for e in evidence}
-    if numbers:
-        citations = [citation_for(by_n[n], cited=True) for n in numbers]
-        return Answer(
-            question,
-            language,
-            text,
-            False,
-            True,
-            citations,
-            hits,
-            evidence,
-            prompt=messages,
-            timings=timings,
-        )
-    return evidence_answer(text, "uncited")
+    answer = Answer(
+        state.question,
+        language,
+        checked.text(),
+        False,
+        True,
+        [citation_for(by_n[n], cited=True) for n in checked.cited],
+        state.hits,
+        evidence,
+        prompt=messages,
+        mode=GENERATIVE,
+        dropped=dropped,
+        confidence=extract.best,
+    )
+    return state.finish(answer)
+
+
+def _dropped(checked: Verified) -> list[dict[str, object]]:
+    return [
+        {"sentence": s.text, "reason": s.reason, "support": round(s.support, 3)}
+        for s in checked.dropped
+    ]

@@ -67,17 +67,31 @@ class Answer:
     hits: list[Hit]
     evidence: list[Evidence]
     prompt: list[dict[str, str]] = field(default_factory=list)
-    degraded: str | None = None  # "timeout", "cancelled", "uncited"
+    # Generation stopped early: "timeout" or "cancelled" (the answer is then extractive).
+    degraded: str | None = None
     timings: dict[str, float | None] = field(default_factory=dict)
+    # Who wrote the answer: "extractive" (the evidence's own sentences) or "generative"
+    # (the generator, every sentence checked); None for a refusal.
+    mode: str | None = None
+    # Why a generative ask answered extractively: "unsupported" (no generated sentence
+    # was supported by its evidence), "timeout", "cancelled".
+    fallback: str | None = None
+    # Generated sentences the check removed, with the reason (for the ask record).
+    dropped: list[dict[str, object]] = field(default_factory=list)
+    # The extractive scorer's probability that its best unit answers the question.
+    confidence: float | None = None
 
     def to_json(self) -> dict[str, object]:
         return {
             "question": self.question,
             "language": self.language,
             "answer": self.text,
+            "mode": self.mode,
+            "fallback": self.fallback,
             "refused": self.refused,
             "generator_called": self.generator_called,
             "degraded": self.degraded,
+            "confidence": None if self.confidence is None else round(self.confidence, 4),
             "citations": [c.to_json() for c in self.citations],
             "hits": [h.to_json() for h in self.hits],
             "timings": {k: (None if v is None else round(v, 4)) for k, v in self.timings.items()},

@@ -4,9 +4,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+ANSWER_MODES = ("auto", "extractive", "generative")
+
 
 @dataclass(frozen=True)
 class AnswerSettings:
+    # "extractive": the answer is the evidence's own sentences that answer the
+    # question, each cited; "generative": the generator writes it and every
+    # sentence is checked against the evidence it cites; "auto": extractive with
+    # the bundled generator (too small to follow citation rules), generative with
+    # a model the user configures.
+    mode: str = "auto"
     candidates: int = 8  # hits retrieved before filtering
     # A hit counts as evidence when its cosine similarity reaches min_score or its
     # normalised BM25 score reaches min_keyword_score (see citeline.core.documents.Hit).

@@ -1,0 +1,138 @@
+"""The answer-unit splitter: a table of English, Chinese, code, list and table cases."""
+
+from __future__ import annotations
+
+import pytest
+
+from citeline.core.answering.units import split_sentences, split_units
+
+SENTENCES = [
+    # plain English
+    ("Run the index. Then ask a question.", ["Run the index.", "Then ask a question."]),
+    ("Is it fast? Yes! It is.", ["Is it fast?", "Yes!", "It is."]),
+    # abbreviations, initials and numbers do not end sentences
+    (
+        "Use a model, e.g. MiniLM, for speed. It is small.",
+        ["Use a model, e.g. MiniLM, for speed.", "It is small."],
+    ),
+    ("See Fig. 3 for details. Done.", ["See Fig. 3 for details.", "Done."]),
+    (
+        "Written by J. R. Smith in 2020. Reprinted.",
+        ["Written by J. R. Smith in 2020.", "Reprinted."],
+    ),
+    ("It costs 3.50 dollars. Cheap.", ["It costs 3.50 dollars.", "Cheap."]),
+    ("The U.S. Army uses it. Really.", ["The U.S. Army uses it.", "Really."]),
+    # file names and paths keep their dots
+    (
+        "Edit pg_hba.conf first. Then reload the server.",
+        ["Edit pg_hba.conf first.", "Then reload the server."],
+    ),
+    (
+        "The index lives in .citeline/index.sqlite3 under the folder. It is rebuilt on demand.",
+        [
+            "The index lives in .citeline/index.sqlite3 under the folder.",
+            "It is rebuilt on demand.",
+        ],
+    ),
+    # a lower-case word after a full stop continues the sentence
+    ("Call foo. bar is next.", ["Call foo. bar is next."]),
+    # quotes and brackets stay with their sentence
+    ('He said "stop." Then he left.', ['He said "stop."', "Then he left."]),
+    ("(This is aside.) Main text.", ["(This is aside.)", "Main text."]),
+    # Chinese
+    ("索引保存在文档文件夹中。它可以随时重建！", ["索引保存在文档文件夹中。", "它可以随时重建！"]),
+    ("是否支持PDF？支持；但需要文字层。", ["是否支持PDF？", "支持；", "但需要文字层。"]),
+    ("他说：“你好。”然后离开了。", ["他说：“你好。”", "然后离开了。"]),
+    ("真的吗?是的", ["真的吗?", "是的"]),
+    # mixed
+    (
+        "Citeline 支持中文。It also reads English.",
+        ["Citeline 支持中文。", "It also reads English."],
+    ),
+    ("", []),
+]
+
+
+@pytest.mark.parametrize(("text", "expected"), SENTENCES)
+def test_sentences(text: str, expected: list[str]) -> None:
+    assert split_sentences(text) == expected
+
+
+def test_paragraph_lines_are_joined_and_split_into_sentences() -> None:
+    units = split_units("The index is kept\nin a folder. It has\ntwo files.")
+    assert [(u.kind, u.text) for u in units] == [
+        ("sentence", "The index is kept in a folder."),
+        ("sentence", "It has two files."),
+    ]
+
+
+def test_chinese_lines_join_without_spaces() -> None:
+    units = split_units("索引保存在\n文档文件夹中。")
+    assert [u.text for u in units] == ["索引保存在文档文件夹中。"]
+
+
+def test_list_items_are_units_with_their_lead_in() -> None:
+    text = (
+        "Citeline reads these formats:\n\n- Markdown and MDX\n- HTML pages,\n  with tables\n1. PDF"
+    )
+    units = split_units(text)
+    assert [(u.kind, u.text) for u in units] == [
+        ("sentence", "Citeline reads these formats:"),
+        ("item", "- Markdown and MDX"),
+        ("item", "- HTML pages, with tables"),
+        ("item", "1. PDF"),
+    ]
+    assert {u.lead for u in units if u.kind == "item"} == {"Citeline reads these formats:"}
+
+
+def test_list_in_the_same_block_as_its_lead() -> None:
+    units = split_units("Options:\n* --json prints JSON\n* --docs names the folder")
+    assert [u.kind for u in units] == ["sentence", "item", "item"]
+    assert units[1].lead == "Options:"
+
+
+def test_a_list_without_a_colon_has_no_lead() -> None:
+    units = split_units("Some words here.\n\n- one\n- two")
+    assert [u.lead for u in units if u.kind == "item"] == ["", ""]
+
+
+def test_table_rows_carry_the_header() -> None:
+    text = "| setting | default |\n|---|---|\n| top_k | 5 |\n| rrf_k | 10 |"
+    units = split_units(text)
+    assert [(u.kind, u.text) for u in units] == [
+        ("row", "| top_k | 5 |"),
+        ("row", "| rrf_k | 10 |"),
+    ]
+    assert units[0].display == "| setting | default |\n|---|---|\n| top_k | 5 |"
+
+
+def test_a_fenced_code_block_stays_whole_even_with_blank_lines() -> None:
+    text = "Install it:\n\n```bash\npip install citeline\n\nciteline --help\n```\n\nDone. Next."
+    units = split_units(text)
+    assert [u.kind for u in units] == ["sentence", "code", "sentence", "sentence"]
+    assert units[1].text == "```bash\npip install citeline\n\nciteline --help\n```"
+
+
+def test_an_unclosed_fence_runs_to_the_end() -> None:
+    units = split_units("Run:\n\n```\nmake all\nmake test")
+    assert units[-1].kind == "code"
+    assert units[-1].text == "```\nmake all\nmake test"
+
+
+def test_preformatted_lines_are_one_code_unit() -> None:
+    text = "Example:\n\n    $ citeline index\n    $ citeline ask 'Where?'"
+    units = split_units(text)
+    assert [u.kind for u in units] == ["sentence", "code"]
+
+
+def test_positions_and_blocks_follow_reading_order() -> None:
+    units = split_units("One. Two.\n\nThree.")
+    assert [u.position for u in units] == [0, 1, 2]
+    assert [u.block for u in units] == [0, 0, 1]
+
+
+def test_units_are_the_sources_words() -> None:
+    text = "Keep it verbatim: `a.b` and [links](x.md). Second sentence!\n\n- item *one*"
+    flat = " ".join(text.split())
+    for unit in split_units(text):
+        assert unit.text in flat
