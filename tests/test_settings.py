@@ -59,3 +59,14 @@ def test_retrieval_defaults_follow_the_embedding_model(tmp_path: Path) -> None:
         tmp_path, {"embedding": {"model": "/m/x.gguf"}, "retrieval": {"keywordWeight": 2}}
     )
     assert mine.retrieval.keyword_weight == 2.0
+
+
+def test_answer_mode_is_checked(tmp_path: Path) -> None:
+    (tmp_path / "citeline.toml").write_text('[answer]\nmode = "generative"\n')
+    settings, warnings = load_settings(tmp_path)
+    assert settings.answer.mode == "generative" and warnings == []
+    settings, warnings = load_settings(tmp_path, {"answer": {"mode": "poetic"}})
+    assert settings.answer.mode == "generative"
+    assert warnings == [
+        "unknown answer mode 'poetic' (known: auto, extractive, generative); using 'generative'"
+    ]

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar, get_type_hints
 
-from citeline.core.answering.settings import AnswerSettings
+from citeline.core.answering.settings import ANSWER_MODES, AnswerSettings
 from citeline.core.chunking import ChunkSettings
 from citeline.core.retrieval import RetrievalSettings
 
@@ -147,6 +147,12 @@ def merge(base: T, values: Mapping[str, Any], where: str, warnings: list[str]) -
             f"unknown embedding preset {result.preset!r} (known: {', '.join(EMBEDDING_PRESETS)})"
         )
         result = dataclasses.replace(result, preset="")
+    if isinstance(result, AnswerSettings) and result.mode not in ANSWER_MODES:
+        warnings.append(
+            f"unknown answer mode {result.mode!r} (known: {', '.join(ANSWER_MODES)});"
+            f" using {base.mode!r}"
+        )
+        result = dataclasses.replace(result, mode=base.mode)
     if isinstance(result, ChunkSettings) and result.overlap_cost >= result.max_cost:
         warnings.append("chunking.overlap_cost must be smaller than max_cost; using defaults")
         return base
