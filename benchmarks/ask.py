@@ -1,94 +1,179 @@
-"""Answer speed and memory with the default models over the sample documents.
+"""Answer speed with the default models over the sample documents, quiet and busy.
 
-Prints, per question and on average: retrieval time, time to first token,
-generation tokens per second and total time; then peak memory.
+For each answer mode (extractive, generative) and each load (0, 1 and 2 other
+processes spinning on the CPU, as an editor, a browser or a compiler would):
+retrieval time, time to the first visible answer text, and total time per
+question (medians over the questions); then the raw model figures under the same
+loads: the generator's time to first token and tokens/s on a fixed prompt, and
+the embedder's chunks/s.  ``--fixed-threads`` turns off the CPU share's
+measurement of other processes (each model uses every core whatever else runs),
+for comparison.
 
-    .venv/bin/python benchmarks/ask.py [--work /tmp/citeline-bench-ask]
+    .venv/bin/python benchmarks/ask.py [--loads 0,1,2] [--fixed-threads] [--json]
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import dataclasses
+import json
+import os
 import shutil
 import statistics
+import subprocess
+import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
-from citeline.app import ModelPool, open_workspace
+from citeline.app import ModelPool, Workspace, open_workspace
+from citeline.core import cpu_share
+from citeline.core.embedding import Embedder
 from citeline.core.generation import Generator
 from citeline.settings import load_settings
-from common import REPO, peak_rss_mb
+from common import REPO, peak_rss_mb, scientific_abstracts
 
 QUESTIONS = [
     "Where does Citeline store its index?",
     "What happens when a PDF is encrypted?",
     "Does renaming a file embed it again?",
     "Which models does Citeline use by default?",
+    "How do I change the embedding model?",
     "索引保存在哪里？",
+]
+PROMPT = [
+    {"role": "system", "content": "You answer briefly."},
+    {"role": "user", "content": "Explain how a library catalogue helps readers find books."},
 ]
 
 
-class _Timed:
-    """The real generator, stamping the time of every streamed token."""
+@contextlib.contextmanager
+def busy_processes(count: int) -> Iterator[None]:
+    """``count`` other processes, each spinning on one core."""
+    spinners = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(count)]
+    try:
+        time.sleep(0.5 if count else 0.0)  # let the scheduler see them
+        yield
+    finally:
+        for process in spinners:
+            process.kill()
+            process.wait()
 
-    def __init__(self, inner: Generator, stamps: list[float]) -> None:
-        self.inner = inner
-        self.stamps = stamps
-        self.name = inner.name
-        self.context_size = inner.context_size
-        self.count_tokens = inner.count_tokens
 
-    def stream_chat(self, messages, **kwargs):  # type: ignore[no-untyped-def]
-        for piece in self.inner.stream_chat(messages, **kwargs):
-            self.stamps.append(time.perf_counter())
-            yield piece
+class NoLoad(cpu_share.ExternalLoad):
+    """The CPU share blind to other processes (``--fixed-threads``)."""
+
+    def __init__(self) -> None:
+        pass
+
+    def cores(self) -> float:
+        return 0.0
+
+
+def median(values: list[float]) -> float:
+    return round(statistics.median(values), 3) if values else float("nan")
+
+
+def generator_figures(generator: Generator, rounds: int = 3) -> dict[str, float]:
+    firsts, rates = [], []
+    for _ in range(rounds):
+        stamps: list[float] = []
+        started = time.perf_counter()
+        for _piece in generator.stream_chat(
+            PROMPT, max_tokens=48, temperature=0.0, should_stop=lambda: False
+        ):
+            stamps.append(time.perf_counter())
+        firsts.append(stamps[0] - started)
+        if len(stamps) > 1:
+            rates.append((len(stamps) - 1) / (stamps[-1] - stamps[0]))
+    return {"first_token_s": median(firsts), "tokens_per_s": median(rates)}
+
+
+def embedder_figures(embedder: Embedder, texts: list[str]) -> dict[str, float]:
+    started = time.perf_counter()
+    embedder.embed_documents(texts)
+    return {"chunks_per_s": round(len(texts) / (time.perf_counter() - started), 2)}
+
+
+def ask_figures(ws: Workspace, mode: str) -> dict[str, float]:
+    ws.settings = dataclasses.replace(
+        ws.settings, answer=dataclasses.replace(ws.settings.answer, mode=mode)
+    )
+    retrieval, first, total = [], [], []
+    for question in QUESTIONS:
+        answer = ws.ask(question)
+        t = answer.timings
+        retrieval.append(float(t["retrieval"] or 0))
+        if t.get("first_text") is not None:
+            first.append(float(t["first_text"]))
+        total.append(float(t["total"] or 0))
+    return {
+        "retrieval_s": median(retrieval),
+        "first_text_s": median(first),
+        "total_s": median(total),
+        "total_p95_s": round(sorted(total)[max(0, int(0.95 * len(total)) - 1)], 3),
+    }
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--work", default="/tmp/citeline-bench-ask")
+    parser.add_argument("--loads", default="0,1,2", help="busy processes to run beside")
+    parser.add_argument("--fixed-threads", action="store_true")
+    parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
+    if args.fixed_threads:
+        cpu_share.CPU.load = NoLoad()
     docs = Path(args.work) / "samples"
-    if docs.exists():
-        shutil.rmtree(docs)
-    shutil.copytree(REPO / "samples", docs)
+    if not (docs / ".citeline").exists():
+        shutil.rmtree(docs, ignore_errors=True)
+        shutil.copytree(REPO / "samples", docs)
     settings, _ = load_settings(docs)
     models = ModelPool()
     workspace = open_workspace(docs, settings, models)
     workspace.update()
-    started = time.perf_counter()
     generator = workspace.generator()
-    print(f"generator load: {time.perf_counter() - started:.2f} s ({generator.name})")
+    texts = [text for _, text in scientific_abstracts(64)]
+    embedder = workspace.embedder
+    ask_figures(workspace, "extractive")  # warm up: caches, first-call costs
 
-    rows = []
-    for question in QUESTIONS:
-        stamps: list[float] = []
-
-        def timed(inner: Generator = generator, stamps: list[float] = stamps) -> Generator:
-            return _Timed(inner, stamps)
-
-        answer = workspace.ask(question, generator=timed)
-        timings = answer.timings
-        total = float(timings["total"] or 0)
-        first = timings["first_token"]
-        # stream pieces are tokens: the rate is over the time after the first one
-        rate = (len(stamps) - 1) / (stamps[-1] - stamps[0]) if len(stamps) > 1 else 0.0
-        rows.append((float(timings["retrieval"] or 0), first, rate, total))
-        print(
-            f"{question[:40]:40}  retrieval {1000 * rows[-1][0]:6.0f} ms"
-            f"  first token {first if first is None else round(first, 2)} s"
-            f"  {rate:5.1f} tok/s  total {total:5.2f} s"
-            f"  {'refused' if answer.refused else f'{len(answer.citations)} citations'}"
-        )
-    firsts = [r[1] for r in rows if r[1] is not None]
-    print(
-        f"mean: retrieval {1000 * statistics.fmean(r[0] for r in rows):.0f} ms,"
-        f" first token {statistics.fmean(firsts) if firsts else float('nan'):.2f} s,"
-        f" {statistics.fmean(r[2] for r in rows if r[2]):.1f} tok/s,"
-        f" total {statistics.fmean(r[3] for r in rows):.2f} s"
-    )
+    loads: dict[str, dict[str, object]] = {}
+    out: dict[str, object] = {
+        "cpus": len(os.sched_getaffinity(0)),
+        "adaptive_threads": not args.fixed_threads,
+        "loads": loads,
+    }
+    for load in [int(x) for x in args.loads.split(",")]:
+        with busy_processes(load):
+            row = {
+                "extractive": ask_figures(workspace, "extractive"),
+                "generative": ask_figures(workspace, "generative"),
+                "generator": generator_figures(generator),
+                "embedder": embedder_figures(embedder, texts),
+                "loadavg_1m": round(os.getloadavg()[0], 2),
+            }
+        loads[str(load)] = row
+        if not args.json:
+            print(f"== {load} busy process(es) beside (load average {row['loadavg_1m']})")
+            for mode in ("extractive", "generative"):
+                f = row[mode]
+                print(
+                    f"  {mode:10}  retrieval {f['retrieval_s']:.3f} s  first text"
+                    f" {f['first_text_s']:.3f} s  total {f['total_s']:.3f} s"
+                    f" (p95 {f['total_p95_s']:.3f} s)"
+                )
+            g, e = row["generator"], row["embedder"]
+            print(
+                f"  generator   first token {g['first_token_s']:.3f} s,"
+                f" {g['tokens_per_s']:.1f} tokens/s;  embedder {e['chunks_per_s']:.1f} chunks/s"
+            )
     workspace.close()
-    print(f"peak memory: {peak_rss_mb():.0f} MiB")
+    out["peak_rss_mb"] = round(peak_rss_mb())
+    if args.json:
+        print(json.dumps(out))
+    else:
+        print(f"peak memory: {out['peak_rss_mb']} MiB")
 
 
 if __name__ == "__main__":

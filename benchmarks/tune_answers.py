@@ -1,23 +1,25 @@
-"""Choose how extractive answers are scored and when they refuse, on a tuning split.
+"""Fit how extractive answers are scored and when they refuse, on a tuning split.
 
-For each question the corpus is searched as an ask does (8 hits; the evidence
-is the hits that clear the retrieval thresholds), every unit of the evidence is
-scored with the real scorer's features (``core/answering/extractive.py``), and a
-unit is labelled positive when it contains a reference answer.  Then, offline:
+For each question the corpus is searched as an ask does (8 hits), and every unit
+of every distinct hit gets the real scorer's features (``core/answering/scoring.py``)
+and its cosine with the question; a unit is labelled positive when it contains a
+reference answer.  Then, offline (features are cached, so refits are instant):
 
-1. a logistic model is fitted on those features (printed as weights to paste
-   into ``extractive.py``), beside single-feature baselines, reporting the share
-   of answerable questions whose reference is in the top 1/3/5 units;
-2. the selection settings are swept (units kept, relative cut-off) for "the
-   answer contains the reference" against answer length;
-3. the refusal threshold is swept on questions that have no answer in the
-   documents: the set's own unanswerable questions, and each answerable one again
-   with its relevant documents taken out of the hits ("relevant removed").
+1. the lexical model is fitted over every unit, and the dense model over the
+   ``DENSE_CANDIDATES`` units the lexical model ranks first (English only: the
+   bundled embedder does not understand Chinese), beside single-feature
+   baselines: the share of answerable questions whose reference is in the top
+   1/3/5 units;
+2. the answerability model is fitted over questions: the answerable ones against
+   the set's own unanswerable questions and each answerable one again with its
+   relevant documents taken out of the hits ("relevant removed", the RGB way);
+3. the selection settings are swept for "the answer contains the reference"
+   against answer length, and the refusal threshold for refusals of each kind.
 
-Features are cached (``--cache``), so refits are instant.  Use tuning splits only.
+The fitted weights are printed as code for ``scoring.py``.  Use tuning splits only.
 
     .venv/bin/python benchmarks/tune_answers.py squad ../shared/eval/cmrc2018/cmrc2018_trial.json
-    .venv/bin/python benchmarks/tune_answers.py questions eval/manuals-en/questions-tune.jsonl \
+    .venv/bin/python benchmarks/tune_answers.py questions eval/manuals-en/questions-tune.jsonl \\
         --docs eval/manuals-en/docs
 """
 
@@ -37,9 +39,11 @@ import numpy as np
 
 from citeline.app import ModelPool, open_workspace
 from citeline.core import keywords
-from citeline.core.answering import extractive
+from citeline.core.answering import extractive, scoring
 from citeline.core.answering.evidence import distinct_evidence, is_evidence
+from citeline.core.answering.results import Evidence
 from citeline.core.answering.settings import AnswerSettings
+from citeline.core.answering.units import Unit
 from citeline.evaluation import datasets, runner
 from citeline.settings import load_settings
 
@@ -58,7 +62,11 @@ class Row:
     answerable: bool
     removed: bool  # the relevant documents were taken out of the hits
     answers: list[str]
-    units: list[extractive.ScoredUnit]
+    idf: dict[str, float]  # the question's keyword terms
+    unknown_identifier: bool  # it names an identifier the index does not contain
+    count_tokens: dict[str, int]  # the embedder's token count of each question word
+    units: list[tuple[Unit, Evidence, tuple[float, ...]]]  # lexical features
+    cosines: list[float]  # each unit's cosine with the question (0 without dense)
     labels: list[bool]
 
 
@@ -77,9 +85,11 @@ def collect(args: argparse.Namespace) -> list[Row]:
     report = workspace.update()
     print(f"index: {report.files} files, {report.chunks} chunks", file=sys.stderr)
     embedder = workspace.embedder
-    scorer = extractive.UnitScorer(
-        workspace.retriever.term_weights, embedder.embed_documents, embedder.embed_query
+    cache_path = Path(args.cache) / "unit-cosines.pickle"
+    cosines: dict[tuple[str, str], float] = (
+        pickle.loads(cache_path.read_bytes()) if cache_path.exists() else {}
     )
+    scorer = scoring.UnitScorer(workspace.retriever.term_weights)
     answer = settings.answer
     rows: list[Row] = []
     for done, query in enumerate(evalset.queries, start=1):
@@ -90,14 +100,26 @@ def collect(args: argparse.Namespace) -> list[Row]:
         if query.relevant:
             others = [h for h in hits if evalset.doc_id(h.chunk.path) not in query.relevant]
             variants.append((others[: answer.candidates], True))
+        terms = keywords.query_terms(query.text)
+        idf = workspace.retriever.term_weights(terms) if terms else {}
+        identifiers = sorted(keywords.identifier_terms(query.text))
+        unknown = bool(identifiers and workspace.retriever.unknown_terms(identifiers))
+        words = {
+            w.lower(): embedder.count_tokens(w.lower()) for w in scoring.question_words(query.text)
+        }
         for variant, removed in variants:
             # every distinct hit, evidence or not: thresholds are swept offline
             evidence = distinct_evidence(variant, answer)
-            units = scorer.score(query.text, evidence, cjk=cjk, use_dense=use_dense)
+            units = scorer.features(query.text, evidence, cjk=cjk)
+            inputs = [scoring.embedding_input(u, e) for u, e, _ in units]
+            if use_dense:
+                missing = [t for t in dict.fromkeys(inputs) if (query.text, t) not in cosines]
+                if missing:
+                    vectors = embedder.embed_documents(missing)
+                    q = embedder.embed_query(query.text).reshape(-1)
+                    for text, value in zip(missing, vectors @ q, strict=True):
+                        cosines[(query.text, text)] = float(value)
             answers = [normalise(a) for a in query.answers if normalise(a)]
-            labels = [
-                not removed and any(a in normalise(u.unit.display) for a in answers) for u in units
-            ]
             rows.append(
                 Row(
                     query.id,
@@ -106,51 +128,190 @@ def collect(args: argparse.Namespace) -> list[Row]:
                     bool(query.relevant) and not removed,
                     removed,
                     answers,
+                    idf,
+                    unknown,
+                    words,
                     units,
-                    labels,
+                    [cosines.get((query.text, t), 0.0) for t in inputs],
+                    [
+                        not removed and any(a in normalise(u.display) for a in answers)
+                        for u, _, _ in units
+                    ],
                 )
             )
-        if done % 50 == 0:
+        if done % 25 == 0:
             print(f"{done}/{len(evalset.queries)}", file=sys.stderr)
+            cache_path.parent.mkdir(parents=True, exist_ok=True)
+            cache_path.write_bytes(pickle.dumps(cosines))
+    cache_path.parent.mkdir(parents=True, exist_ok=True)
+    cache_path.write_bytes(pickle.dumps(cosines))
     workspace.close()
     return rows
+
+
+def filtered(row: Row, answer: AnswerSettings) -> Row:
+    """The row with only the units of hits that clear the evidence thresholds."""
+    keep = [i for i, (_, e, _) in enumerate(row.units) if is_evidence(e.hit, answer, row.cjk)]
+    return dataclasses.replace(
+        row,
+        units=[row.units[i] for i in keep],
+        cosines=[row.cosines[i] for i in keep],
+        labels=[row.labels[i] for i in keep],
+    )
 
 
 # -- fitting ---------------------------------------------------------------------
 
 
-def fit_logistic(x: np.ndarray, y: np.ndarray, l2: float = 1e-3, steps: int = 3000) -> np.ndarray:
-    """Weights (bias first) of an L2-regularised logistic regression, by Newton steps."""
+def fit_logistic(x: np.ndarray, y: np.ndarray, l2: float) -> scoring.Weights:
+    """An L2-regularised logistic regression (bias unpenalised), by Newton steps."""
     xb = np.hstack([np.ones((len(x), 1)), x])
     w = np.zeros(xb.shape[1])
-    for _ in range(50):
-        p = 1 / (1 + np.exp(-(xb @ w)))
-        grad = xb.T @ (p - y) + l2 * np.r_[0, w[1:]]
-        hess = (xb * (p * (1 - p))[:, None]).T @ xb + l2 * np.eye(len(w))
+    penalty = l2 * np.eye(len(w))
+    penalty[0, 0] = 0.0
+    for _ in range(100):
+        p = 1 / (1 + np.exp(-np.clip(xb @ w, -50, 50)))
+        grad = xb.T @ (p - y) + penalty @ w
+        hess = (xb * (p * (1 - p))[:, None]).T @ xb + penalty + 1e-9 * np.eye(len(w))
         step = np.linalg.solve(hess, grad)
         w -= step
         if np.abs(step).max() < 1e-8:
             break
-    return w
+    return scoring.Weights(round(float(w[0]), 3), tuple(round(float(v), 3) for v in w[1:]))
 
 
-def top_k_hit(rows: list[Row], scores: list[np.ndarray], k: int) -> float:
-    hits = n = 0
-    for row, s in zip(rows, scores, strict=True):
-        if not row.answerable or not any(row.labels):
-            continue
-        n += 1
-        order = np.argsort(-s)[:k]
-        hits += any(row.labels[i] for i in order)
-    return hits / max(n, 1)
+def ranked(row: Row, models: scoring.Models) -> list[scoring.ScoredUnit]:
+    """The row's units in the product's order: dense reordering of the lexical head."""
+    units = [scoring.ScoredUnit(u, e, f, models.lexical.logit(f)) for u, e, f in row.units]
+    cosine = {id(u): c for (u, _, _), c in zip(row.units, row.cosines, strict=True)}
+    units.sort(key=lambda s: -s.logit)
+    if models.dense is not None:
+        head, tail = units[: scoring.DENSE_CANDIDATES], units[scoring.DENSE_CANDIDATES :]
+        head = [
+            scoring.ScoredUnit(s.unit, s.evidence, f, models.dense.logit(f))
+            for s in head
+            for f in [(*s.features, cosine[id(s.unit)])]
+        ]
+        head.sort(key=lambda s: -s.logit)
+        units = head + tail
+    return units
 
 
-def filtered(row: Row, answer: AnswerSettings) -> Row:
-    """The row with only the units of hits that clear the evidence thresholds."""
-    keep = [i for i, u in enumerate(row.units) if is_evidence(u.evidence.hit, answer, row.cjk)]
-    return dataclasses.replace(
-        row, units=[row.units[i] for i in keep], labels=[row.labels[i] for i in keep]
+def scored(row: Row, models: scoring.Models) -> scoring.Scored:
+    units = ranked(row, models)
+    evidence = list({id(e): e for _, e, _ in row.units}.values())
+    jargon = (
+        0
+        if row.cjk
+        else scoring.missing_jargon(row.question, units, lambda w: row.count_tokens.get(w, 1))
     )
+    q = scoring.question_features(
+        row.question, units, lambda terms: row.idf, evidence, row.unknown_identifier, jargon
+    )
+    return scoring.Scored(units, models.answerable.probability(q), q, models)
+
+
+def top_k(rows: list[Row], models: scoring.Models, k: int) -> float:
+    reachable = [r for r in rows if r.answerable and any(r.labels)]
+    found = 0
+    for row in reachable:
+        positive = {id(u) for (u, _, _), label in zip(row.units, row.labels, strict=True) if label}
+        found += any(id(s.unit) in positive for s in ranked(row, models)[:k])
+    return found / max(len(reachable), 1)
+
+
+def fit(rows: list[Row], dense: bool, false_refusals: float) -> scoring.Models:
+    train = [r for r in rows if r.answerable and r.units]
+    x = np.array([f for r in train for _, _, f in r.units])
+    y = np.array([float(label) for r in train for label in r.labels])
+    lexical = fit_logistic(x, y, l2=1e-2)
+    no_answerability = scoring.Weights(0.0, (0.0,) * len(scoring.QUESTION_FEATURES))
+    models = scoring.Models(lexical, None, no_answerability)
+    if dense:
+        head_x, head_y = [], []
+        for r in train:
+            order = ranked(r, models)[: scoring.DENSE_CANDIDATES]
+            label = {id(u): lb for (u, _, _), lb in zip(r.units, r.labels, strict=True)}
+            cosine = {id(u): c for (u, _, _), c in zip(r.units, r.cosines, strict=True)}
+            for s in order:
+                head_x.append((*s.features, cosine[id(s.unit)]))
+                head_y.append(float(label[id(s.unit)]))
+        models = dataclasses.replace(
+            models, dense=fit_logistic(np.array(head_x), np.array(head_y), l2=1e-2)
+        )
+    # Questions against those without an answer: the set's own, and relevant-removed.
+    # Few and collinear: a stronger penalty keeps the weights sane.
+    q_rows = [r for r in rows if r.units]
+    qx = np.array([scored(r, models).question_features for r in q_rows])
+    qy = np.array([float(r.answerable) for r in q_rows])
+    models = dataclasses.replace(models, answerable=fit_logistic(qx, qy, l2=0.3))
+    # The highest threshold that refuses at most this share of answerable questions.
+    probabilities = sorted(scored(r, models).answerable for r in rows if r.answerable and r.units)
+    allowed = int(false_refusals * sum(r.answerable for r in rows)) - sum(
+        1 for r in rows if r.answerable and not r.units
+    )
+    threshold = probabilities[max(allowed, 0)] if probabilities else 0.5
+    return dataclasses.replace(models, threshold=round(float(threshold) - 1e-3, 3))
+
+
+def report(rows: list[Row], models: scoring.Models, name: str) -> None:
+    answerable = [r for r in rows if r.answerable]
+    print(
+        f"\n== {name}: {len(answerable)} answerable,"
+        f" {sum(not r.answerable and not r.removed for r in rows)} unanswerable,"
+        f" {sum(r.removed for r in rows)} relevant-removed;"
+        f" reference in a unit {sum(any(r.labels) for r in answerable) / len(answerable):.3f},"
+        f" no evidence {sum(not r.units for r in answerable) / len(answerable):.3f}"
+    )
+    print(f"  Models(\n    lexical={models.lexical},\n    dense={models.dense},")
+    print(f"    answerable={models.answerable},")
+    print(f"    threshold={models.threshold},\n  )")
+    for i, feature in enumerate(scoring.FEATURES):
+        only = scoring.Weights(
+            0.0, tuple(1.0 if j == i else 0.0 for j in range(len(scoring.FEATURES)))
+        )
+        alone = scoring.Models(only, None, models.answerable)
+        top1, top3 = top_k(rows, alone, 1), top_k(rows, alone, 3)
+        print(f"  {feature:17} alone: top1 {top1:.3f} top3 {top3:.3f}")
+    lexical_only = dataclasses.replace(models, dense=None)
+    for label, m in (("lexical model", lexical_only), ("with dense", models)):
+        print(
+            f"  {label:17}:       top1 {top_k(rows, m, 1):.3f} top3 {top_k(rows, m, 3):.3f}"
+            f" top5 {top_k(rows, m, 5):.3f}"
+        )
+    print("  max relative: contains  units  chars(median)")
+    for relative in (0.0, 0.1, 0.2, 0.4):
+        variant = dataclasses.replace(models, relative=relative)
+        results = [(r, scored(r, variant)) for r in rows if r.answerable]
+        for max_units in (1, 2, 3, 4):
+            contains, lengths, sizes = 0, [], []
+            for row, result in results:
+                extract = extractive.select(result, max_units)
+                text = extractive.compose(extract)
+                contains += any(a in normalise(text) for a in row.answers)
+                lengths.append(len(text))
+                sizes.append(len(extract.units))
+            print(
+                f"  {max_units:3} {relative:8.2f}: {contains / len(results):8.3f}"
+                f" {statistics.fmean(sizes):6.2f} {statistics.median(lengths):6.0f}"
+            )
+    results = [(r, scored(r, models)) for r in rows]
+    print("  refusal threshold: answerable refused | own unanswerable refused, removed refused")
+    for threshold in (models.threshold, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8):
+
+        def refused(kind: str, t: float = threshold) -> str:
+            chosen = [
+                res.answerable < t or not res.units
+                for r, res in results
+                if (kind == "answerable" and r.answerable)
+                or (kind == "own" and not r.answerable and not r.removed)
+                or (kind == "removed" and r.removed)
+            ]
+            return f"{sum(chosen) / len(chosen):.3f}" if chosen else "  -  "
+
+        print(
+            f"  {threshold:4.2f}: {refused('answerable')} | {refused('own')}, {refused('removed')}"
+        )
 
 
 def main() -> None:
@@ -162,6 +323,12 @@ def main() -> None:
     parser.add_argument("--work", default=os.path.expanduser("~/.cache/citeline/eval"))
     parser.add_argument("--cache", default=os.path.expanduser("~/.cache/citeline/tune-answers"))
     parser.add_argument("--refresh", action="store_true", help="recompute the features")
+    parser.add_argument(
+        "--false-refusals",
+        type=float,
+        default=0.05,
+        help="share of answerable questions the refusal threshold may refuse",
+    )
     parser.add_argument("--min-score", type=float, default=AnswerSettings.min_score)
     parser.add_argument("--min-keyword", type=float, default=AnswerSettings.min_keyword_score)
     parser.add_argument(
@@ -170,7 +337,7 @@ def main() -> None:
     args = parser.parse_args()
 
     key = hashlib.sha256(f"{args.kind}:{Path(args.path).resolve()}:{args.limit}".encode())
-    cache = Path(args.cache) / f"{key.hexdigest()[:16]}.pickle"
+    cache = Path(args.cache) / f"rows-{key.hexdigest()[:16]}.pickle"
     if cache.exists() and not args.refresh:
         rows = pickle.loads(cache.read_bytes())
     else:
@@ -183,91 +350,12 @@ def main() -> None:
         min_keyword_score_cjk=args.min_keyword_cjk,
     )
     rows = [filtered(r, answer) for r in rows]
-
-    names = extractive.FEATURES
-    for group, cjk in (("english", False), ("cjk", True)):
+    for name, cjk in (("English", False), ("CJK", True)):
         part = [r for r in rows if r.cjk == cjk]
-        train = [r for r in part if r.answerable]
-        if len(train) < 10:
+        if sum(r.answerable for r in part) < 10:
             continue
-        in_unit = sum(any(r.labels) for r in train)
-        in_block = sum(
-            any(
-                a in normalise(" ".join(u.evidence.hit.chunk.text for u in r.units))
-                for a in r.answers
-            )
-            for r in train
-        )
-        no_evidence = sum(not r.units for r in train)
-        print(
-            f"\n== {group}: {len(train)} answerable, {len(part) - len(train)} without answer;"
-            f" reference in a unit {in_unit / len(train):.3f}, in an evidence block"
-            f" {in_block / len(train):.3f}, no evidence {no_evidence / len(train):.3f}"
-        )
-        x = np.array([u.features for r in train for u in r.units])
-        y = np.array([float(lbl) for r in train for lbl in r.labels])
-        for i, name in enumerate(names):
-            scores = [np.array([u.features[i] for u in r.units]) for r in train]
-            print(
-                f"  {name:11} alone: top1 {top_k_hit(train, scores, 1):.3f}"
-                f" top3 {top_k_hit(train, scores, 3):.3f} top5 {top_k_hit(train, scores, 5):.3f}"
-            )
-        w = fit_logistic(x, y)
-        print("  fitted: Weights(" + f"{w[0]:.3f}, (" + ", ".join(f"{v:.3f}" for v in w[1:]) + "))")
-        model = extractive.Weights(float(w[0]), tuple(float(v) for v in w[1:]))
-        scores = [np.array([model.logit(u.features) for u in r.units]) for r in train]
-        print(
-            f"  logistic:  top1 {top_k_hit(train, scores, 1):.3f}"
-            f" top3 {top_k_hit(train, scores, 3):.3f} top5 {top_k_hit(train, scores, 5):.3f}"
-        )
-        sweep(part, model)
-
-
-def sweep(rows: list[Row], model: extractive.Weights) -> None:
-    """Answer contains the reference, answer length and refusal, over selection settings."""
-    rescored: list[tuple[Row, list[extractive.ScoredUnit]]] = []
-    for row in rows:
-        units = [dataclasses.replace(u, logit=model.logit(u.features)) for u in row.units]
-        units.sort(key=lambda s: -s.logit)
-        rescored.append((row, units))
-    print("  max relative minimum: contains  units  chars(median)")
-    grid = [
-        (max_units, relative, minimum)
-        for max_units in (1, 2, 3, 4)
-        for relative in (0.0, 0.1, 0.3, 0.5)
-        for minimum in (0.0, 0.05, 0.1, 0.2)
-    ]
-    for max_units, relative, minimum in grid:
-        settings = extractive.SelectionSettings(
-            max_units=max_units, relative=relative, minimum=minimum
-        )
-        contains, lengths, sizes = 0, [], []
-        n = 0
-        for row, units in rescored:
-            if not row.answerable:
-                continue
-            n += 1
-            extract = extractive.select(units, settings)
-            text = extractive.compose(extract)
-            contains += any(a in normalise(text) for a in row.answers)
-            lengths.append(len(text))
-            sizes.append(len(extract.units))
-        print(
-            f"  {max_units:3} {relative:8.2f} {minimum:7.2f}:"
-            f" {contains / max(n, 1):8.3f} {statistics.fmean(sizes):6.2f}"
-            f" {statistics.median(lengths):6.0f}"
-        )
-    best = [(row, units[0].probability if units else 0.0) for row, units in rescored]
-    print("  refusal threshold: answerable refused / no-answer refused (own, removed)")
-    for threshold in (0.02, 0.05, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7):
-        ans = [p for r, p in best if r.answerable]
-        own = [p for r, p in best if not r.answerable and not r.removed]
-        rem = [p for r, p in best if r.removed]
-
-        def refused(ps: list[float], t: float = threshold) -> str:
-            return f"{sum(p < t for p in ps) / len(ps):.3f}" if ps else "  -  "
-
-        print(f"  {threshold:4.2f}: {refused(ans)} / {refused(own)}, {refused(rem)}")
+        models = fit(part, dense=not cjk, false_refusals=args.false_refusals)
+        report(part, models, name)
 
 
 if __name__ == "__main__":

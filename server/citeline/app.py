@@ -13,9 +13,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from citeline.core.answering.extractive import UnitScorer
 from citeline.core.answering.flow import EXTRACTIVE, GENERATIVE, AskContext, ask
 from citeline.core.answering.results import Answer
+from citeline.core.answering.scoring import UnitScorer
 from citeline.core.documents import Hit
 from citeline.core.embedding import Embedder, LlamaEmbedder
 from citeline.core.generation import Generator, LlamaGenerator
@@ -180,6 +180,8 @@ class Workspace:
             retrieve=retrieve or self.retriever.search,
             scorer=UnitScorer(
                 self.retriever.term_weights,
+                self.retriever.unknown_terms,
+                self.embedder.count_tokens,
                 self.embedder.embed_documents,
                 self.embedder.embed_query,
             ),

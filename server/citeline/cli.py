@@ -328,8 +328,14 @@ def _run_eval(args: argparse.Namespace) -> int:
             "min_keyword_score_cjk": answer_settings.min_keyword_score_cjk,
         }
         if args.answers:
+            from citeline.evaluation.answers import MODES, run_answers
+
+            modes = [m.strip() for m in args.modes.split(",") if m.strip()]
+            unknown = [m for m in modes if m not in MODES]
+            if unknown or not modes:
+                raise _UserError(f"--modes: use {' and/or '.join(MODES)}, not {args.modes!r}")
             with _progress("answering") as bar:
-                out["answers"] = runner.run_answers(workspace, evalset, args.answers, bar)
+                out["answers"] = run_answers(workspace, evalset, args.answers, modes, bar)
     finally:
         workspace.close()
     if args.json:
@@ -357,8 +363,10 @@ def _run_eval(args: argparse.Namespace) -> int:
         f" relevant-removed refused {refusal['relevant_removed_refused']:.1%},"
         f" off-topic refused {refusal['off_topic_refused']:.1%}"
     )
-    if "answers" in out:
-        print(f"answers: {json.dumps(out['answers'])}")
+    answers = out.get("answers")
+    if isinstance(answers, dict):
+        for mode, figures in answers.items():
+            print(f"answers ({mode}): {json.dumps(figures)}")
     return 0
 
 
@@ -452,7 +460,12 @@ def _parser() -> argparse.ArgumentParser:
         type=int,
         default=0,
         metavar="N",
-        help="also answer the first N questions and score the citations",
+        help="also answer the first N questions and score the answers",
+    )
+    p.add_argument(
+        "--modes",
+        default="extractive,generative",
+        help="answer modes to score with --answers (default: extractive,generative)",
     )
     p.add_argument("--work", help="where benchmark corpora are written and indexed")
     p.add_argument("--json", action="store_true", help="print one JSON object")

@@ -147,7 +147,11 @@ def merge(base: T, values: Mapping[str, Any], where: str, warnings: list[str]) -
             f"unknown embedding preset {result.preset!r} (known: {', '.join(EMBEDDING_PRESETS)})"
         )
         result = dataclasses.replace(result, preset="")
-    if isinstance(result, AnswerSettings) and result.mode not in ANSWER_MODES:
+    if (
+        isinstance(result, AnswerSettings)
+        and isinstance(base, AnswerSettings)
+        and result.mode not in ANSWER_MODES
+    ):
         warnings.append(
             f"unknown answer mode {result.mode!r} (known: {', '.join(ANSWER_MODES)});"
             f" using {base.mode!r}"

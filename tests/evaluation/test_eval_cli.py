@@ -95,21 +95,35 @@ def test_own_questions_file(tmp_path: Path) -> None:
         )
         + "\n"
         + json.dumps(
-            {"question": "索引保存在哪里？", "sources": ["zh/常见问题.md"]}, ensure_ascii=False
+            {
+                "question": "索引保存在哪里？",
+                "sources": ["zh/常见问题.md"],
+                "answers": [".citeline/"],
+            },
+            ensure_ascii=False,
         )
+        + "\n"
+        + json.dumps({"question": "Which GPU does Citeline need?", "sources": []})
         + "\n"
     )
 
     docs = tmp_path / "docs"
     copy_samples(docs)
-    result = run_eval("questions", str(questions), "--docs", str(docs), "--answers", "2")
-    assert result["queries"] == 2
+    result = run_eval("questions", str(questions), "--docs", str(docs), "--answers", "3")
+    assert result["queries"] == 3
     check_blocks(result)
-    assert result["hybrid"]["hit@5"] == 1.0
-    # answer mode: both questions answered from the documents, with the right sources
+    # each answer mode scored: both answerable questions answered from the right
+    # sources, the one the documents do not answer refused
     answers = result["answers"]
-    assert answers["questions"] == 2 and answers["refused_answerable"] == 0.0
-    assert answers["citation_accuracy"] == 1.0
-    assert 0.0 <= answers["marker_citation_accuracy"] <= answers["citation_accuracy"]
-    assert set(answers["degraded"]) <= {"uncited", "timeout"}
-    assert answers["seconds_per_answer"] > 0
+    assert set(answers) == {"extractive", "generative"}
+    for mode, figures in answers.items():
+        assert figures["questions"] == 3, mode
+        assert figures["answerable_refused"] == 0.0, mode
+        assert figures["citation_accuracy"] == 1.0, mode
+        assert figures["unanswerable"] == 1 and figures["refusal_recall"] == 1.0, mode
+        assert figures["refusal_precision"] == 1.0, mode
+        assert figures["supported_sentences"] >= 0.98, mode
+        assert 0 < figures["seconds"]["p50"] <= figures["seconds"]["p95"], mode
+    extractive = answers["extractive"]
+    assert extractive["answer_contains_reference"] == 1.0 and extractive["fallback"] == {}
+    assert set(answers["generative"]["fallback"]) <= {"unsupported", "timeout"}

@@ -107,6 +107,26 @@ def terms(text: str) -> list[str]:
     return out
 
 
+_IDENTIFIER_SHAPE = re.compile(r"[._/:\d]|[a-z][A-Z]|^[A-Z]{2,}$")
+
+
+def identifier_terms(text: str) -> set[str]:
+    """The terms of a text's identifiers: tokens with a dot, underscore, slash,
+    colon or digit, camelCase, or in capitals (``core.sshCommand``, ``SHA-256``,
+    ``ARG_MAX``, ``LFS``), as their keyword term (``coresshcommand``)."""
+    out: set[str] = set()
+    for match in _TOKEN.finditer(unicodedata.normalize("NFKC", text)):
+        token = match.group(0)
+        if not _IDENTIFIER_SHAPE.search(token):
+            continue
+        parts = [p.lower() for p in _PART.findall(token)]
+        if len(parts) > 1:
+            out.add("".join(parts))
+        elif parts and parts[0] not in STOP_WORDS:
+            out.add(_stem(parts[0]) if parts[0].isalpha() else parts[0])
+    return out
+
+
 def is_cjk(text: str) -> bool:
     """Mostly Chinese, Japanese or Korean.
 

@@ -107,6 +107,11 @@ class Retriever:
         total, frequencies = self.index.store.document_frequencies(terms)
         return {t: bm25_idf(total, frequencies.get(t, 0)) for t in terms}
 
+    def unknown_terms(self, terms: Sequence[str]) -> set[str]:
+        """The terms no chunk of this index contains."""
+        _, frequencies = self.index.store.document_frequencies(terms)
+        return {t for t in terms if not frequencies.get(t)}
+
     # -- search ------------------------------------------------------------------
 
     def search(

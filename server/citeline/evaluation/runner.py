@@ -73,9 +73,12 @@ class MethodResult:
     per_query: dict[str, QueryResult] = field(default_factory=dict)
 
     def metrics(self, queries: Sequence[EvalQuery]) -> dict[str, float]:
+        """Averages over the questions that have relevant documents (the others are
+        there to be refused)."""
         rows = [
             {name: fn(self.per_query[q.id].ranked, q.relevant) for name, fn in METRICS.items()}
             for q in queries
+            if q.relevant
         ]
         return average(rows)
 
@@ -139,14 +142,16 @@ def run_retrieval(
 def refusal_rates(
     evalset: EvalSet, result: MethodResult, settings: AnswerSettings, candidates: int = 8
 ) -> dict[str, float]:
-    """How often the answer stage would refuse.
+    """How often the retrieval gate alone (no hit is evidence) would refuse; the
+    answer scorer refuses more (``evaluation.answers``).
 
     ``answerable``: the question over the whole corpus.  ``relevant_removed``: the
     same question with its relevant documents taken out of the results, i.e. the
     documents no longer hold the answer (a hard, on-topic kind of off-topic).
     """
     answerable = removed = 0
-    for query in evalset.queries:
+    queries = [q for q in evalset.queries if q.relevant]
+    for query in queries:
         hits = result.per_query[query.id].hits
         cjk = keywords.is_cjk(query.text)
         top = hits[:candidates]
@@ -155,7 +160,7 @@ def refusal_rates(
         others = [h for h in hits if evalset.doc_id(h.chunk.path) not in query.relevant]
         if not any(is_evidence(h, settings, cjk) for h in others[:candidates]):
             removed += 1
-    n = max(1, len(evalset.queries))
+    n = max(1, len(queries))
     return {
         "answerable_refused": round(answerable / n, 4),
         "relevant_removed_refused": round(removed / n, 4),
@@ -171,53 +176,3 @@ def off_topic_refused(
         if not any(is_evidence(h, settings, keywords.is_cjk(question)) for h in hits):
             refused += 1
     return round(refused / max(1, len(questions)), 4)
-
-
-# -- answers -----------------------------------------------------------------------
-
-
-def _normalise(text: str) -> str:
-    return "".join(ch.lower() for ch in text if ch.isalnum())
-
-
-def run_answers(
-    workspace: Workspace, evalset: EvalSet, limit: int, progress: Progress | None = None
-) -> dict[str, object]:
-    queries = evalset.queries[:limit]
-    cited_right = marked_right = refused = contains = with_reference = 0
-    degraded: dict[str, int] = {}
-    times: list[float] = []
-    for done, query in enumerate(queries, start=1):
-        answer = workspace.ask(query.text)
-        times.append(float(answer.timings.get("total") or 0.0))
-        if answer.refused:
-            refused += 1
-        if answer.degraded:
-            degraded[answer.degraded] = degraded.get(answer.degraded, 0) + 1
-        right = [evalset.doc_id(c.path) in query.relevant for c in answer.citations]
-        if any(right):
-            cited_right += 1
-        if any(r and c.cited for r, c in zip(right, answer.citations, strict=True)):
-            marked_right += 1
-        if query.answers:
-            with_reference += 1
-            text = _normalise(answer.text)
-            if any(_normalise(a) and _normalise(a) in text for a in query.answers):
-                contains += 1
-        if progress:
-            progress(done, len(queries), query.id)
-    n = max(1, len(queries))
-    return {
-        "questions": len(queries),
-        # an expected source among the citations shown (model-cited or listed evidence)
-        "citation_accuracy": round(cited_right / n, 4),
-        # ... among those the model's own [n] markers point at
-        "marker_citation_accuracy": round(marked_right / n, 4),
-        "refused_answerable": round(refused / n, 4),
-        # answers that fell back to listing their evidence, by reason
-        "degraded": {reason: round(count / n, 4) for reason, count in sorted(degraded.items())},
-        "answer_contains_reference": (
-            round(contains / with_reference, 4) if with_reference else None
-        ),
-        "seconds_per_answer": round(statistics.fmean(times), 3) if times else None,
-    }

@@ -3,10 +3,11 @@ tested in test_flow_real.py)."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Iterator, Sequence
 
-from citeline.core.answering.extractive import SelectionSettings, UnitScorer
 from citeline.core.answering.flow import EXTRACTIVE, GENERATIVE, AskContext, ask
+from citeline.core.answering.scoring import ENGLISH, UnitScorer
 from citeline.core.answering.settings import AnswerSettings
 from citeline.core.documents import Chunk, Hit
 
@@ -56,12 +57,14 @@ class ScriptedGenerator:
 def context(mode: str, generator: ScriptedGenerator, streamed: list[str]) -> AskContext:
     return AskContext(
         retrieve=lambda question, k: list(HITS),
-        scorer=UnitScorer(lambda terms: dict.fromkeys(terms, 1.0)),
+        # the flow's decisions, whatever the fitted weights: any unit may answer
+        scorer=UnitScorer(
+            lambda terms: dict.fromkeys(terms, 1.0),
+            english=dataclasses.replace(ENGLISH, threshold=0.0),
+        ),
         generator=lambda: generator,
         settings=AnswerSettings(),
         mode=mode,
-        # the flow's decisions, whatever the fitted weights: any unit may answer
-        selection=SelectionSettings(answer_threshold=0.0),
         on_token=streamed.append,
     )
 

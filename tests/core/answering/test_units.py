@@ -85,6 +85,19 @@ def test_list_items_are_units_with_their_lead_in() -> None:
     assert {u.lead for u in units if u.kind == "item"} == {"Citeline reads these formats:"}
 
 
+def test_wrapped_list_items_are_not_code() -> None:
+    text = (
+        "- Editing one paragraph re-embeds only the chunks whose text\n"
+        "  changed.\n"
+        "- Renaming a file embeds nothing."
+    )
+    units = split_units(text)
+    assert [(u.kind, u.text) for u in units] == [
+        ("item", "- Editing one paragraph re-embeds only the chunks whose text changed."),
+        ("item", "- Renaming a file embeds nothing."),
+    ]
+
+
 def test_list_in_the_same_block_as_its_lead() -> None:
     units = split_units("Options:\n* --json prints JSON\n* --docs names the folder")
     assert [u.kind for u in units] == ["sentence", "item", "item"]

@@ -1,16 +1,8 @@
-"""Citation markers in generated text: filtered as they stream, read when done."""
+"""Citation markers in generated text, filtered as they stream."""
 
 from __future__ import annotations
 
 import re
-
-_MARKER = re.compile(r"\[(\d{1,3})\]")
-_REFUSAL_PATTERNS = re.compile(
-    r"(do(es)? not contain the answer|cannot answer|can't answer|unable to answer|"
-    r"no information|not (mentioned|provided|specified) in the evidence|"
-    r"没有.{0,6}答案|无法回答|不能回答|没有提到|未提及|没有相关)",
-    re.IGNORECASE,
-)
 
 
 class CitationFilter:
@@ -60,18 +52,3 @@ def clean_answer_text(text: str) -> str:
     """Tidy spaces left where markers were dropped."""
     text = re.sub(r"[ \t]+([.,;:!?。，；：！？])", r"\1", text)
     return re.sub(r"[ \t]{2,}", " ", text).strip()
-
-
-def cited_numbers(text: str) -> list[int]:
-    seen: list[int] = []
-    for match in _MARKER.finditer(text):
-        n = int(match.group(1))
-        if n not in seen:
-            seen.append(n)
-    return seen
-
-
-def is_refusal(text: str) -> bool:
-    """The model said the evidence does not hold the answer (and said little else)."""
-    head = text.strip()[:200]
-    return bool(_REFUSAL_PATTERNS.search(head)) and not _MARKER.search(head)

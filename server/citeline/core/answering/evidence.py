@@ -108,17 +108,6 @@ def _strength(hit: Hit) -> float:
     return max(x for x in (hit.dense, hit.keyword, hit.score) if x is not None)
 
 
-def evidence_list_text(evidence: Sequence[Evidence], language: str, header_key: str) -> str:
-    lines = [message(language, header_key)]
-    for e in evidence:
-        snippet = " ".join(e.hit.chunk.text.split())
-        snippet = snippet[:200] + ("…" if len(snippet) > 200 else "")
-        lines.append(
-            f"[{e.n}] {evidence_label(e.hit, language)} ({_strength(e.hit):.2f}): {snippet}"
-        )
-    return "\n".join(lines)
-
-
 def refusal_text(hits: Sequence[Hit], language: str, nearest: int = 3) -> str:
     lines = [message(language, "refusal")]
     if hits:

@@ -2,8 +2,8 @@
 
 1. Retrieve, and keep the hits that are evidence (``evidence.is_evidence``).  With
    none, refuse at once, naming the nearest passages.
-2. Score every unit of the evidence against the question (``extractive``).  When
-   no unit is likely to hold the answer, refuse: the documents are on the topic
+2. Score every unit of the evidence against the question (``scoring``).  When
+   the evidence is unlikely to answer it, refuse: the documents are on the topic
    but do not say this.  The generator is never called for a refusal.
 3. Extractive mode: the chosen units, verbatim, each with the [n] of its block.
 4. Generative mode: the generator writes from numbered evidence
@@ -29,16 +29,10 @@ from citeline.core.answering.evidence import (
     refusal_text,
     select_evidence,
 )
-from citeline.core.answering.extractive import (
-    Extract,
-    SelectionSettings,
-    UnitScorer,
-    compose,
-    renumber,
-    select,
-)
+from citeline.core.answering.extractive import Extract, compose, renumber, select
 from citeline.core.answering.prompt import build_messages
 from citeline.core.answering.results import Answer, Evidence, citation_for
+from citeline.core.answering.scoring import UnitScorer
 from citeline.core.answering.settings import AnswerSettings
 from citeline.core.answering.verification import Verified, VerifySettings, verify
 from citeline.core.documents import Hit
@@ -63,7 +57,6 @@ class AskContext:
     settings: AnswerSettings
     mode: str = EXTRACTIVE
     dense_for_cjk: bool = True
-    selection: SelectionSettings = field(default_factory=SelectionSettings)
     verification: VerifySettings = field(default_factory=VerifySettings)
     on_token: Callable[[str], None] | None = None
     cancelled: Callable[[], bool] | None = None
@@ -121,7 +114,7 @@ class _Ask:
             self.hits,
             evidence,
             mode=EXTRACTIVE,
-            confidence=extract.best,
+            confidence=extract.answerable,
         )
         for key, value in extra.items():
             setattr(answer, key, value)
@@ -141,10 +134,10 @@ def ask(question: str, ctx: AskContext) -> Answer:
 
     candidates = distinct_evidence(above, settings)
     scored = ctx.scorer.score(question, candidates, cjk=cjk, use_dense=ctx.dense_for_cjk or not cjk)
-    extract = select(scored, ctx.selection)
+    extract = select(scored)
     state.timings["selection"] = state.elapsed()
-    if not extract.answered(ctx.selection):
-        return state.refusal(candidates, extract.best)
+    if not extract.answered:
+        return state.refusal(candidates, extract.answerable)
     if ctx.mode != GENERATIVE:
         return state.extractive(extract)
     return _generate(state, above, extract)
@@ -215,8 +208,9 @@ def _generate(state: _Ask, above: list[Hit], extract: Extract) -> Answer:
         evidence,
         prompt=messages,
         mode=GENERATIVE,
+        model=generator.name,
         dropped=dropped,
-        confidence=extract.best,
+        confidence=extract.answerable,
     )
     return state.finish(answer)
 

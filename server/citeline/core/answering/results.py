@@ -78,8 +78,10 @@ class Answer:
     fallback: str | None = None
     # Generated sentences the check removed, with the reason (for the ask record).
     dropped: list[dict[str, object]] = field(default_factory=list)
-    # The extractive scorer's probability that its best unit answers the question.
+    # The scorer's probability that the evidence answers the question.
     confidence: float | None = None
+    # The generator's file name, when it wrote the answer.
+    model: str | None = None
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -87,6 +89,7 @@ class Answer:
             "language": self.language,
             "answer": self.text,
             "mode": self.mode,
+            "model": self.model,
             "fallback": self.fallback,
             "refused": self.refused,
             "generator_called": self.generator_called,

@@ -21,10 +21,12 @@ class AnswerSettings:
     # Calibrated on SciFact train and CMRC 2018 trial (docs/quality.md).  CJK
     # questions are cut into character bigrams, many of which (question words,
     # bigrams across word boundaries) never occur in the answer, so their
-    # normalised keyword scores run lower.
+    # normalised keyword scores run lower; the answer scorer (answering.scoring)
+    # then decides whether the passages answer the question, so this threshold
+    # only has to keep the passages worth scoring.
     min_score: float = 0.4
     min_keyword_score: float = 0.7
-    min_keyword_score_cjk: float = 0.3
+    min_keyword_score_cjk: float = 0.1
     max_evidence: int = 4
     max_answer_tokens: int = 256
     temperature: float = 0.1

@@ -49,6 +49,14 @@ class Unit:
         return self.text
 
 
+_ENDS_LIKE_A_SENTENCE = re.compile(r"[.!?。！？；;:：)）\]\"'”’`]\s*$")
+
+
+def is_fragment(unit: Unit) -> bool:
+    """A line that does not end like a sentence: a term being defined, a heading, a label."""
+    return unit.kind == "sentence" and not _ENDS_LIKE_A_SENTENCE.search(unit.text)
+
+
 # -- sentences -----------------------------------------------------------------
 
 # Words after which a full stop does not end a sentence (lower case, no dot).
@@ -136,7 +144,11 @@ def _join_lines(lines: list[str]) -> str:
 
 
 def _looks_like_code(lines: list[str]) -> bool:
-    """A preformatted block of an HTML page or plain text: indented lines, prompts, braces."""
+    """A preformatted block of an HTML page or plain text: indented lines, prompts, braces.
+
+    A list (its items' wrapped lines are indented) is not code."""
+    if any(_LIST_ITEM.match(line) and not line[:1].isspace() for line in lines):
+        return False
     if len(lines) < 2:
         return bool(lines) and bool(_SHELL_PROMPT.match(lines[0]))
     indented = sum(1 for line in lines if line[:1] in (" ", "\t") and line.strip())
