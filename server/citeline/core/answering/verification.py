@@ -26,7 +26,7 @@ from citeline.core import keywords
 from citeline.core.answering.results import Evidence
 from citeline.core.answering.units import split_sentences, split_units
 
-_MARKER = re.compile(r"\s*\[(\d{1,3})\]")
+_MARKER = re.compile(r"\[(\d{1,3})\]")
 
 
 @dataclass(frozen=True)
@@ -87,22 +87,42 @@ def support(terms: Sequence[str], spans: Sequence[set[str]]) -> float:
     return max((sum(t in span for t in terms) / len(terms) for span in spans), default=0.0)
 
 
-def generated_sentences(text: str) -> list[tuple[str, tuple[int, ...]]]:
-    """(sentence without markers, the markers it carries) for each generated sentence.
+_MARKERS = re.compile(r"(?:\s*\[\d{1,3}\])+")
 
-    A marker belongs to the sentence it follows; a marker opening a line or a
-    text goes with the sentence before it.
+
+def _at_markers(sentence: str) -> list[tuple[str, tuple[int, ...]]]:
+    """A sentence cut after each run of markers: ("text", markers) pieces."""
+    pieces: list[tuple[str, tuple[int, ...]]] = []
+    start = 0
+    for run in _MARKERS.finditer(sentence):
+        markers = tuple(int(m) for m in _MARKER.findall(run.group(0)))
+        pieces.append((sentence[start : run.start()].strip(), markers))
+        start = run.end()
+    rest = sentence[start:].strip()
+    if rest:
+        pieces.append((rest, ()))
+    return pieces
+
+
+def generated_sentences(text: str) -> list[tuple[str, tuple[int, ...]]]:
+    """(sentence without markers, the markers it carries) for each sentence of a text.
+
+    The text is cut as evidence is (``units``: a code block, a list item or a table
+    row is one piece), then into sentences, and after each run of markers.  A
+    marker belongs to the sentence it follows; markers opening a line or a text go
+    with the sentence before them.
     """
     out: list[tuple[str, tuple[int, ...]]] = []
-    for paragraph in re.split(r"\n\s*\n|\n(?=\s*[-*•]\s)", text):
-        for sentence in split_sentences(" ".join(paragraph.split())):
-            markers = tuple(int(m) for m in _MARKER.findall(sentence))
-            bare = _MARKER.sub("", sentence).strip()
-            if not bare and out:  # markers alone: they cite the sentence before
-                previous, cited = out[-1]
-                out[-1] = (previous, cited + markers)
-            elif bare:
-                out.append((bare, markers))
+    for unit in split_units(text):
+        sentences = [unit.text] if unit.kind in ("code", "row") else split_sentences(unit.text)
+        for sentence in sentences:
+            for bare, markers in _at_markers(sentence):
+                if not re.search(r"\w", bare):  # markers or a full stop after them:
+                    if out:  # they belong to the sentence before
+                        previous, cited = out[-1]
+                        out[-1] = (previous + bare, cited + markers)
+                else:
+                    out.append((bare, markers))
     return out
 
 
