@@ -42,7 +42,9 @@
 
 (defcustom citeline-initialization-options nil
   "Citeline settings sent as initializationOptions (a plist, camelCase keys).
-For example \\='(:search (:topK 5) :answer (:maxAnswerTokens 256))."
+For example \\='(:search (:topK 5) :answer (:mode \"generative\")); the
+answer mode is \"auto\" (the default), \"extractive\" or \"generative\" (see
+docs/lsp-extensions.md)."
   :type 'sexp)
 
 (defcustom citeline-request-timeout 300
