@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from answer_checks import QUOTED_LABEL, assert_extractive, flat
 from lsp_harness import READY_TIMEOUT, REPO, make_corpus
 
 EMACS = shutil.which("emacs")
@@ -67,12 +68,41 @@ def test_emacs_eglot_asks_and_follows_a_citation(tmp_path: Path) -> None:
     assert "error" not in result, f"{result['error']}\n{completed.stderr[-4000:]}"
     answer = result["answer"]
     assert answer["hits"][0]["path"] == "garden.md"
-    assert answer["citations"], answer
-    assert result["shown"].startswith(QUESTION)
-    assert "Sources:" in result["shown"]
+    # The documents' own sentence, cited: in the lines its [n] points at.
+    sentence, cited = assert_extractive(answer)
+    assert "six hours of direct sun" in sentence
+    assert cited["path"] == "garden.md"
+    # The buffer: the question, the label, the answer with its markers, the sources.
+    shown = result["shown"]
+    assert shown.startswith(f"{QUESTION}\n\n{QUOTED_LABEL}\n\n{answer['answer']}\n")
+    assert sentence in flat(shown)
+    assert "Sources:" in shown
     first = answer["citations"][0]
-    assert f"[1] {first['path']}:{first['start_line']}-{first['end_line']}" in result["shown"]
-    # RET on the first source opened the cited file at the cited line.
+    assert f"[1] {first['path']}:{first['start_line']}-{first['end_line']}" in shown
+    # RET on the first [n] of the answer opened its citation; on the first source, the first.
+    n = int(result["marker"].strip("[]"))
+    marked = next(c for c in answer["citations"] if c["n"] == n)
+    marked_at = {"file": str(docs / marked["path"]), "line": marked["start_line"]}
+    assert result["marker_jump"] == marked_at
     assert result["jump"] == {"file": str(docs / first["path"]), "line": first["start_line"]}
     assert result["hits"][0]["path"] == "kitchen.md"
     assert result["status"]["folders"][0]["state"] == "ready"
+
+    # answer.mode = generative: the written text streamed into the buffer, then the
+    # buffer settled to the final answer, under its label.
+    generative = result["generative"]
+    assert generative["generator_called"] is True
+    assert any("Searching the documents" not in seen for seen in result["generative_seen"]), (
+        "nothing streamed into the buffer"
+    )
+    if generative["mode"] == "generative":
+        label = "Written by SmolLM2-135M-Instruct.Q4_1, checked against sources"
+    else:
+        assert generative["fallback"] == "unsupported"
+        label = (
+            f"{QUOTED_LABEL} · the model's answer was not supported by the sources; "
+            "showing the documents' own sentences"
+        )
+    assert result["generative_shown"].startswith(
+        f"{QUESTION}\n\n{label}\n\n{generative['answer']}\n"
+    )

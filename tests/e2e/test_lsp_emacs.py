@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 import pytest_asyncio
+from answer_checks import assert_extractive
 from lsp_harness import (
     ASK_TIMEOUT,
     CitelineClient,
@@ -86,13 +87,17 @@ async def test_ask_through_execute_command(client: CitelineClient, corpus: Path)
     answer = await asyncio.wait_for(
         client.workspace_execute_command_async(
             types.ExecuteCommandParams(
-                command="citeline.ask", arguments=["What temperature is bread baked at?"]
+                command="citeline.ask",
+                arguments=["At what temperature should the loaf be baked?"],
             )
         ),
         ASK_TIMEOUT,
     )
     assert answer["folder"] == corpus.as_uri()
     assert answer["hits"][0]["path"] == "kitchen.md"
+    sentence, cited = assert_extractive(answer)
+    assert "230 degrees Celsius" in sentence
+    assert cited["path"] == "kitchen.md"
     for citation in answer["citations"]:
         assert citation["uri"].startswith(corpus.as_uri())
         assert lines_of(citation["uri"], citation["range"]).strip()

@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 import pytest_asyncio
+from answer_checks import assert_extractive, cited_units
 from lsp_harness import (
     ASK_TIMEOUT,
     CHANGE_TIMEOUT,
@@ -35,11 +36,12 @@ from lsp_harness import (
 )
 from lsprotocol import types
 
-from citeline.core.answering.citations import clean_answer_text
-
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
 EDITOR = "visual-studio-code"
+
+# garden.md answers it in one sentence: "Tomatoes need six hours of direct sun every day."
+SUN = "How many hours of sun do tomatoes need?"
 
 
 @pytest.fixture(scope="module")
@@ -55,10 +57,6 @@ async def client(corpus: Path) -> AsyncIterator[CitelineClient]:
         yield client
     finally:
         await stop(client)
-
-
-def flat(text: str) -> str:
-    return " ".join(clean_answer_text(text).split())
 
 
 async def test_status_reports_the_ready_folder_and_models(
@@ -103,7 +101,7 @@ async def test_search_finds_pdf_pages(client: CitelineClient, corpus: Path) -> N
     }
 
 
-async def test_ask_streams_and_cites_the_lines_that_hold_the_answer(
+async def test_ask_quotes_the_lines_that_hold_the_answer_and_sends_it_at_once(
     client: CitelineClient, corpus: Path
 ) -> None:
     token = "ask-sun"
@@ -111,23 +109,63 @@ async def test_ask_streams_and_cites_the_lines_that_hold_the_answer(
         request(
             client,
             "citeline/ask",
-            {"question": "How many hours of sun do tomatoes need?", "partialResultToken": token},
+            {"question": SUN, "partialResultToken": token},
         ),
         ASK_TIMEOUT,
     )
     assert answer["folder"] == corpus.as_uri()
-    assert answer["generator_called"] is True
-    assert answer["citations"], answer
-    first = answer["citations"][0]
-    assert first["path"] == "garden.md"
-    assert "six hours of direct sun" in lines_of(first["uri"], first["range"])
-    assert first["range"]["start"]["line"] == first["start_line"] - 1
+    # With the bundled generator, answers are the documents' own sentences, cited.
+    sentence, citation = assert_extractive(answer)
+    assert "six hours of direct sun" in sentence
+    assert citation["path"] == "garden.md"
+    assert citation["uri"] == (corpus / "garden.md").as_uri()
+    assert citation["range"]["start"]["line"] == citation["start_line"] - 1
+    assert citation["range"]["end"]["line"] == citation["end_line"]
     for hit in answer["hits"]:
         assert hit["uri"].startswith(corpus.as_uri())
-    # The streamed pieces are the answer as it was generated (the final text is tidied).
+    # An extractive answer arrives at once: one delta, the whole text.
+    assert client.deltas[token] == [answer["answer"]]
+
+
+def configure(client: CitelineClient, **answer: Any) -> None:
+    """The editor's settings: the test settings with ``answer`` keys added."""
+    settings = {**TEST_SETTINGS, "answer": {**TEST_SETTINGS["answer"], **answer}}
+    client.workspace_did_change_configuration(
+        types.DidChangeConfigurationParams(settings={"citeline": settings})
+    )
+
+
+async def test_a_generative_answer_streams_then_settles(client: CitelineClient) -> None:
+    configure(client, mode="generative")
+    try:
+        token = "ask-generative"
+        answer = await asyncio.wait_for(
+            request(
+                client,
+                "citeline/ask",
+                {"question": SUN, "partialResultToken": token},
+            ),
+            ASK_TIMEOUT,
+        )
+    finally:
+        configure(client)
+    assert answer["generator_called"] is True
+    assert client.deltas[token], "the generated text did not stream"
     streamed = "".join(client.deltas[token])
-    assert streamed.strip()
-    assert flat(streamed) == flat(answer["answer"])
+    cited = {c["n"] for c in answer["citations"]}
+    assert {n for n, _ in cited_units(answer["answer"])} <= cited
+    if answer["mode"] == "generative":
+        # Every kept sentence cites its evidence; what the check removed is gone.
+        assert answer["fallback"] is None
+        assert cited_units(answer["answer"]), answer["answer"]
+    else:
+        # Nothing the small model wrote was supported: the documents' own sentences.
+        assert answer["mode"] == "extractive"
+        assert answer["fallback"] == "unsupported"
+        assert answer["answer"] != streamed
+    # The next ask is extractive again.
+    again = await asyncio.wait_for(request(client, "citeline/ask", {"question": SUN}), ASK_TIMEOUT)
+    assert again["mode"] == "extractive"
 
 
 async def test_hover_searches_the_sentence_under_the_cursor(
@@ -231,28 +269,32 @@ async def test_malformed_requests_get_errors_and_the_server_keeps_serving(
 async def test_status_and_search_answer_while_an_answer_is_generating_and_cancel_stops_it(
     client: CitelineClient,
 ) -> None:
-    token = "ask-cancel"
-    msg_id = "ask-to-cancel"
-    ask = asyncio.ensure_future(
-        request(
-            client,
-            "citeline/ask",
-            {"question": "How long should bread dough rise?", "partialResultToken": token},
-            msg_id=msg_id,
+    configure(client, mode="generative")  # an answer being written, to cancel
+    try:
+        token = "ask-cancel"
+        msg_id = "ask-to-cancel"
+        ask = asyncio.ensure_future(
+            request(
+                client,
+                "citeline/ask",
+                {"question": SUN, "partialResultToken": token},
+                msg_id=msg_id,
+            )
         )
-    )
-    await wait_until(client, lambda: client.deltas.get(token), ASK_TIMEOUT, "the first delta")
-    assert not ask.done()
-    started = time.monotonic()
-    status = await request(client, "citeline/status", {})
-    hits = await search(client, "Jupiter moons", k=1)
-    elapsed = time.monotonic() - started
-    assert status["folders"][0]["state"] == "ready"
-    assert hits[0]["path"] == "astronomy.md"
-    assert not ask.done(), "the answer finished before status and search came back"
-    assert elapsed < 30
-    client.protocol.notify(types.CANCEL_REQUEST, types.CancelParams(id=msg_id))
-    await expect_error(asyncio.wait_for(ask, ASK_TIMEOUT), -32800)
+        await wait_until(client, lambda: client.deltas.get(token), ASK_TIMEOUT, "the first delta")
+        assert not ask.done()
+        started = time.monotonic()
+        status = await request(client, "citeline/status", {})
+        hits = await search(client, "Jupiter moons", k=1)
+        elapsed = time.monotonic() - started
+        assert status["folders"][0]["state"] == "ready"
+        assert hits[0]["path"] == "astronomy.md"
+        assert not ask.done(), "the answer finished before status and search came back"
+        assert elapsed < 30
+        client.protocol.notify(types.CANCEL_REQUEST, types.CancelParams(id=msg_id))
+        await expect_error(asyncio.wait_for(ask, ASK_TIMEOUT), -32800)
+    finally:
+        configure(client)
     # The server goes on answering.
     assert (await search(client, "Jupiter", k=1))[0]["path"] == "astronomy.md"
 
@@ -294,7 +336,7 @@ async def test_a_failing_model_is_an_error_response_not_a_crash(
         types.DidChangeConfigurationParams(settings={"citeline": broken})
     )
     error = await expect_error(
-        request(client, "citeline/ask", {"question": "How long should bread dough rise?"}),
+        request(client, "citeline/ask", {"question": SUN}),
         -32803,
     )
     assert "missing.gguf" in error.message

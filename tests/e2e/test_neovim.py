@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from answer_checks import QUOTED_LABEL, assert_extractive, flat
 from lsp_harness import READY_TIMEOUT, REPO, make_corpus
 
 NVIM = shutil.which("nvim")
@@ -58,12 +59,15 @@ def test_neovim_asks_and_jumps_to_the_citation(tmp_path: Path) -> None:
     assert out.exists(), f"nvim wrote no result\n{completed.stderr}\n{lsp_logs[-4000:]}"
     result = json.loads(out.read_text())
     assert "error" not in result, f"{result.get('error')}\n{lsp_logs[-4000:]}"
-    assert result["steps"] == ["started", "ready", "answered", "streamed", "searched"]
+    assert result["steps"] == ["started", "ready", "answered", "streamed", "searched", "settled"]
     assert result["status"][0].startswith(f"{docs}: ready, 4 files")
 
     answer = result["answer"]
     assert answer["question"] == QUESTION
-    assert answer["answer"].strip()
+    # The documents' own sentence, cited: in the lines its [n] points at.
+    sentence, cited = assert_extractive(answer)
+    assert "six hours of direct sun" in sentence
+    assert cited["path"] == "garden.md"
     assert answer["hits"][0]["path"] == "garden.md"
     citations = answer["citations"]
     assert citations, answer
@@ -76,16 +80,48 @@ def test_neovim_asks_and_jumps_to_the_citation(tmp_path: Path) -> None:
     sun = next(c for c in citations if c["path"] == "garden.md")
     cited_lines = "\n".join(garden[sun["range"]["start"]["line"] : sun["range"]["end"]["line"]])
     assert "six hours of direct sun" in cited_lines
-    # The answer buffer shows the answer and its sources; :cc 1 opened the first one.
-    buffer = "\n".join(result["answer_buffer"])
-    assert buffer.startswith(f"# {QUESTION}")
+    # The answer buffer: the question, the label, the answer with its [n] markers,
+    # the sources; :cc 1 opened the first one.
+    lines = result["answer_buffer"]
+    assert lines[:4] == [f"# {QUESTION}", "", f"_{QUOTED_LABEL}_", ""]
+    buffer = "\n".join(lines)
+    assert answer["answer"] in buffer
+    assert sentence in flat(buffer)
     assert "Sources:" in buffer
     first = result["ask_quickfix"][0]
     assert result["jump"] == {"file": first["filename"], "line": first["lnum"]}
-    # Streaming reached the Lua callback.
-    assert result["deltas"], "no streamed pieces"
+    # <CR> on a [n] in the answer opened that citation.
+    n = int(result["marker"].strip("[]"))
+    marked = next(c for c in citations if c["n"] == n)
+    assert result["marker_jump"] == {
+        "file": str(docs / marked["path"]),
+        "line": marked["range"]["start"]["line"] + 1,
+    }
+    # Through the Lua API: an extractive answer arrives as one piece, the whole text.
+    assert result["deltas"] == [result["api_answer"]["answer"]]
     assert result["api_answer"]["hits"][0]["path"] == "garden.md"
     # Search filled the quickfix list with passages.
     top = result["search_quickfix"][0]
     assert top["filename"] == str(docs / "kitchen.md")
     assert "Bread" in top["text"]
+
+    # answer.mode = generative: the written text streamed into the buffer, then the
+    # buffer settled to the final answer, under its label.
+    generative = result["generative"]
+    assert generative["generator_called"] is True
+    assert any("Searching the documents" not in seen for seen in result["generative_seen"]), (
+        "nothing streamed into the buffer"
+    )
+    final = result["generative_buffer"]
+    assert final[:2] == [f"# {QUESTION}", ""]
+    if generative["mode"] == "generative":
+        label = "Written by SmolLM2-135M-Instruct.Q4_1, checked against sources"
+    else:
+        assert generative.get("fallback") == "unsupported"
+        label = (
+            f"{QUOTED_LABEL} · the model's answer was not supported by the sources; "
+            "showing the documents' own sentences"
+        )
+    assert final[2] == f"_{label}_"
+    text = generative["answer"].split("\n")
+    assert final[4 : 4 + len(text)] == text

@@ -2,13 +2,15 @@
  * Turns questions and answers into the answer panel's HTML. Pure (no `vscode`
  * import): unit-tested.
  *
- * Everything that comes from the server (answer text written by a model, paths,
- * section titles, error messages) is escaped; the only markup is ours. `[n]`
- * markers become links (`data-kind="citation"`) that the panel's script turns
- * into "open this citation" messages.
+ * Everything that comes from the server (answer text quoted from documents or
+ * written by a model, paths, section titles, error messages) is escaped; the
+ * only markup is ours. `[n]` markers become links (`data-kind="citation"`) that
+ * the panel's script turns into "open this citation" messages; code blocks and
+ * tables in the answer (answerMarkup.ts) become <pre> and <table>.
  */
 import { randomBytes } from 'node:crypto';
 
+import { parseAnswer, splitInlineCode } from './answerMarkup';
 import { fullLocation, similarity, splitMarkers, whereLabel } from './citations';
 import type { Answer, Citation, Hit } from './protocol';
 
@@ -22,10 +24,24 @@ export interface AnswerEntry {
   /** Streamed text so far; the final answer text once done. */
   text: string;
   answer?: Answer;
+  /** The generation model's name (from `citeline/status`), for the label of a generative answer. */
+  model?: string;
   error?: string;
   /** ms since epoch */
   startedAt: number;
   finishedAt?: number;
+}
+
+/**
+ * The entry once its request completed: the final answer's text replaces what
+ * streamed (a generative answer settles: sentences the check removed are gone).
+ * `model` names the generation model, for the label.
+ */
+export function settle(entry: AnswerEntry, answer: Answer, model?: string | null): void {
+  entry.answer = answer;
+  entry.text = typeof answer?.answer === 'string' ? answer.answer : entry.text;
+  entry.model = model ?? undefined;
+  entry.state = 'done';
 }
 
 const ESCAPES: Record<string, string> = {
@@ -57,8 +73,14 @@ function placeAttrs(c: Citation | Hit): string {
   return out.join(' ');
 }
 
-/** Answer text with `[n]` markers as links to their citations. */
-export function renderAnswerText(text: string, entryId: string, citations: readonly Citation[]): string {
+/** Prose with `[n]` markers as links to their citations (markers inside inline code stay code). */
+function renderProse(text: string, entryId: string, citations: readonly Citation[]): string {
+  return splitInlineCode(text)
+    .map((run) => (run.kind === 'code' ? `<code>${escapeHtml(run.text)}</code>` : renderMarkers(run.text, entryId, citations)))
+    .join('');
+}
+
+function renderMarkers(text: string, entryId: string, citations: readonly Citation[]): string {
   return splitMarkers(text)
     .map((seg) => {
       if (seg.kind === 'text') {
@@ -77,6 +99,37 @@ export function renderAnswerText(text: string, entryId: string, citations: reado
     .join('');
 }
 
+/**
+ * Answer text as markup: prose keeps its line breaks (the panel's CSS), `[n]`
+ * markers link to their citations, inline code is <code>, a code block is
+ * <pre><code> (no links inside), a table is a <table> whose rows end with their
+ * markers. `extractive`: the text is an extractive answer (see answerMarkup.ts).
+ */
+export function renderAnswerText(text: string, entryId: string, citations: readonly Citation[], options: { extractive?: boolean } = {}): string {
+  return parseAnswer(text, { extractive: options.extractive })
+    .map((block) => {
+      switch (block.kind) {
+        case 'text':
+          return renderProse(block.text, entryId, citations);
+        case 'code':
+          return `<pre class="code"${block.lang ? ` ${attr('data-lang', block.lang)}` : ''}><code>${escapeHtml(block.code)}</code></pre>`;
+        case 'table': {
+          const width = Math.max(block.header.length, ...block.rows.map((r) => r.cells.length));
+          const pad = (cells: readonly string[]): string[] => [...cells, ...Array<string>(Math.max(0, width - cells.length)).fill('')];
+          const head = pad(block.header).map((h) => `<th>${renderProse(h, entryId, citations)}</th>`).join('');
+          const rows = block.rows
+            .map((r) => {
+              const cells = pad(r.cells).map((c) => `<td>${renderProse(c, entryId, citations)}</td>`).join('');
+              return `<tr>${cells}<td class="cite-cell">${renderProse(r.after, entryId, citations)}</td></tr>`;
+            })
+            .join('');
+          return `<table class="quoted"><thead><tr>${head}<th class="cite-cell"></th></tr></thead><tbody>${rows}</tbody></table>`;
+        }
+      }
+    })
+    .join('');
+}
+
 function locationParts(c: Citation | Hit): string {
   const parts = [`<span class="path">${escapeHtml(c.path)}</span>`];
   if (c.section) {
@@ -89,22 +142,16 @@ function locationParts(c: Citation | Hit): string {
   return parts.join(' ');
 }
 
-/** The numbered list of citations under an answer. */
+/** The numbered list of citations under an answer: the sources its `[n]` markers point at. */
 export function renderCitations(entryId: string, citations: readonly Citation[]): string {
   if (citations.length === 0) {
     return '';
   }
-  // When the text cites nothing (degraded answers), every source is plain evidence: no marks.
-  const anyCited = citations.some((c) => c.cited);
-  const items = citations.map((c, index) => {
-    const uncited = anyCited && !c.cited;
-    const cls = uncited ? 'citation uncited' : 'citation cited';
-    const note = uncited ? ' <span class="note">(evidence, not cited in the text)</span>' : '';
-    return (
-      `<li class="${cls}"><a href="#" class="cite" ${attr('data-entry', entryId)} data-kind="citation" ${attr('data-index', index)} ${placeAttrs(c)}` +
-      ` ${attr('title', `Open ${fullLocation(c)}`)}><span class="n">[${c.n}]</span> ${locationParts(c)}</a>${note}</li>`
-    );
-  });
+  const items = citations.map(
+    (c, index) =>
+      `<li class="citation"><a href="#" class="cite" ${attr('data-entry', entryId)} data-kind="citation" ${attr('data-index', index)} ${placeAttrs(c)}` +
+      ` ${attr('title', `Open ${fullLocation(c)}`)}><span class="n">[${c.n}]</span> ${locationParts(c)}</a></li>`,
+  );
   return `<h3>Sources</h3><ol class="citations">${items.join('')}</ol>`;
 }
 
@@ -124,11 +171,61 @@ export function renderHits(entryId: string, hits: readonly Hit[], max = 3): stri
   return `<h3>Nearest passages</h3><ol class="hits">${items.join('')}</ol>`;
 }
 
-const DEGRADED_NOTES: Record<string, string> = {
-  timeout: 'Writing the answer took too long: the evidence is shown instead.',
-  cancelled: 'Stopped: the evidence found so far is shown.',
-  uncited: 'The generated text cited no evidence: the evidence is listed instead.',
+const FALLBACK_NOTES: Record<string, string> = {
+  unsupported: "the model's answer was not supported by the sources; showing the documents' own sentences",
+  timeout: "the model took too long; showing the documents' own sentences",
+  cancelled: "the model was stopped; showing the documents' own sentences",
+  context: "the sources did not fit in the model's context; showing the documents' own sentences",
 };
+
+/** A model file's name for people: without its folder and `.gguf`. */
+export function modelName(model: string | null | undefined): string | undefined {
+  const base = (model ?? '').trim().split(/[\\/]/).pop() ?? '';
+  const name = base.replace(/\.gguf$/i, '');
+  return name || undefined;
+}
+
+/** What the small label over an answer says: how it was made, and why when it fell back. */
+export interface AnswerLabel {
+  mode: 'extractive' | 'generative';
+  text: string;
+  /** Why a generative ask answered with the documents' own sentences. */
+  note?: string;
+  /** Longer explanation, for a tooltip. */
+  detail: string;
+}
+
+/** The label for a finished answer; undefined for a refusal (or a server that does not say). */
+export function answerLabel(answer: Answer | undefined, model?: string): AnswerLabel | undefined {
+  if (!answer || answer.refused) {
+    return undefined;
+  }
+  const confidence =
+    typeof answer.confidence === 'number' && Number.isFinite(answer.confidence) ? ` Confidence that it answers the question: ${Math.round(answer.confidence * 100)}%.` : '';
+  if (answer.mode === 'generative') {
+    const name = modelName(model);
+    return {
+      mode: 'generative',
+      text: `Written by ${name ?? 'the model'}, checked against sources`,
+      detail: 'Every sentence was checked against the passage it cites; sentences the sources did not support were removed.',
+    };
+  }
+  if (answer.mode === 'extractive') {
+    const reason = answer.fallback ?? answer.degraded ?? undefined;
+    return {
+      mode: 'extractive',
+      text: 'Quoted from your documents',
+      note: reason ? (FALLBACK_NOTES[reason] ?? `the model's answer was not used (${reason}); showing the documents' own sentences`) : undefined,
+      detail: `The answer is the documents' own sentences, verbatim; each [n] opens its source.${confidence}`,
+    };
+  }
+  return undefined;
+}
+
+function renderLabel(label: AnswerLabel): string {
+  const note = label.note ? `<span class="fallback"> · ${escapeHtml(label.note)}</span>` : '';
+  return `<div class="mode mode-${label.mode}" role="note" ${attr('title', label.detail)}><span class="mode-text">${escapeHtml(label.text)}</span>${note}</div>`;
+}
 
 function seconds(entry: AnswerEntry): string {
   const total = entry.answer?.timings?.total;
@@ -159,11 +256,13 @@ export function renderEntry(entry: AnswerEntry, options: { open?: boolean } = {}
         'Citeline found nothing that answers this question, so it did not guess.</div>',
     );
   }
-  if (entry.state === 'done' && answer?.degraded && DEGRADED_NOTES[answer.degraded]) {
-    body.push(`<div class="degraded" role="note">${escapeHtml(DEGRADED_NOTES[answer.degraded])}</div>`);
+  const label = entry.state === 'done' ? answerLabel(answer, entry.model) : undefined;
+  if (label) {
+    body.push(renderLabel(label));
   }
   if (entry.text || entry.state !== 'streaming') {
-    body.push(`<div class="answer">${renderAnswerText(entry.text, entry.id, citations)}</div>`);
+    const extractive = entry.state === 'done' && answer?.mode === 'extractive';
+    body.push(`<div class="answer">${renderAnswerText(entry.text, entry.id, citations, { extractive })}</div>`);
   }
   if (entry.state === 'streaming') {
     body.push(

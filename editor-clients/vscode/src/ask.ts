@@ -4,7 +4,7 @@
  */
 import * as vscode from 'vscode';
 
-import type { AnswerEntry } from './answerRender';
+import { settle, type AnswerEntry } from './answerRender';
 import { AnswerPanel } from './answerPanel';
 import { historySize } from './config';
 import { openLocated } from './openCitation';
@@ -76,15 +76,13 @@ export class Asker implements vscode.Disposable {
         () => this.untilCancelled(client.sendRequest<Answer>(AskMethod, params, cts.token), cts.token),
       );
       if (entry.text && typeof answer?.answer === 'string' && entry.text !== answer.answer) {
-        // The contract says the deltas add up to the answer; note it when they do not.
+        // A generative answer settles: sentences the check removed are gone from the final text.
         this.server.output.appendLine(
-          `[client] ${AskMethod}: streamed text (${entry.text.length} chars) differs from the final answer (${answer.answer.length} chars)`,
+          `[client] ${AskMethod}: the answer settled (${entry.text.length} chars streamed, ${answer.answer.length} final; mode ${answer.mode ?? 'none'})`,
         );
       }
       if (entry.state === 'streaming') {
-        entry.answer = answer;
-        entry.text = typeof answer?.answer === 'string' ? answer.answer : entry.text;
-        entry.state = 'done';
+        settle(entry, answer, this.server.status?.models?.generation);
       }
     } catch (error) {
       if (entry.state === 'streaming') {

@@ -46,6 +46,8 @@ export interface CitelineSettings {
     timeoutSeconds?: number;
     /** Not in the contract's example; the daemon accepts it. */
     temperature?: number;
+    /** How answers are made: "auto" (default), "extractive" or "generative". */
+    mode?: AnswerModeSetting | string;
   };
   records?: { asks?: boolean };
 }
@@ -99,20 +101,48 @@ export interface Citation {
   range: Range;
 }
 
-export type Degraded = 'timeout' | 'cancelled' | 'uncited';
+/** Generation stopped early (the answer is then the extractive one, `fallback` says why). */
+export type Degraded = 'timeout' | 'cancelled';
+
+/** How an answer was made: the documents' own sentences, or written by the generator and checked. */
+export type AnswerMode = 'extractive' | 'generative';
+
+/** The `answer.mode` setting: `auto` picks extractive with the bundled generator, generative with a configured one. */
+export type AnswerModeSetting = 'auto' | AnswerMode;
+
+/** Why a generative ask answered extractively. */
+export type Fallback = 'unsupported' | 'timeout' | 'cancelled' | 'context';
 
 export interface Answer {
   question: string;
   language: string;
+  /**
+   * The final text; it replaces what streamed. Extractive: the documents' units
+   * verbatim, each followed by ` [n]` (list items, table rows under their header
+   * and code blocks on lines of their own; a code block's `[n]` on the next line).
+   */
   answer: string;
+  /** null for a refusal. */
+  mode: AnswerMode | null;
+  /** Why a generative ask answered extractively; null otherwise. */
+  fallback: Fallback | null;
   /** The documents do not hold the answer. */
   refused: boolean;
   generator_called: boolean;
   degraded: Degraded | null;
+  /** The extractive scorer's probability (0..1) that its best unit answers the question; null when not scored. */
+  confidence: number | null;
   folder?: FolderUri;
   citations: Citation[];
   hits: Hit[];
-  timings: { retrieval?: number | null; first_token?: number | null; total?: number | null };
+  timings: {
+    retrieval?: number | null;
+    /** Seconds until the first answer text was sent. */
+    first_text?: number | null;
+    /** Older servers: seconds until the first generated token. */
+    first_token?: number | null;
+    total?: number | null;
+  };
 }
 
 // ---------------------------------------------------------------------------
@@ -128,7 +158,11 @@ export interface AskParams {
   partialResultToken?: string | number;
 }
 
-/** `$/progress` value for an ask's partialResultToken. */
+/**
+ * `$/progress` value for an ask's partialResultToken. An extractive answer
+ * arrives as one delta; a generative one streams, then settles: the result's
+ * `answer` (sentences the check removed are gone) replaces the streamed text.
+ */
 export interface AskDelta {
   delta: string;
 }

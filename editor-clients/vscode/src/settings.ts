@@ -43,6 +43,7 @@ export const SERVER_SETTINGS: readonly SettingSpec[] = [
   { key: 'answer.maxAnswerTokens', path: ['answer', 'maxAnswerTokens'], kind: 'integer', restart: false },
   { key: 'answer.timeoutSeconds', path: ['answer', 'timeoutSeconds'], kind: 'number', restart: false },
   { key: 'answer.temperature', path: ['answer', 'temperature'], kind: 'number', restart: false },
+  { key: 'answer.mode', path: ['answer', 'mode'], kind: 'string', restart: false },
   { key: 'records.asks', path: ['records', 'asks'], kind: 'boolean', restart: false },
 ];
 

@@ -56,6 +56,23 @@ local ok, err = pcall(function()
     vim.cmd("cc 1")
     result.jump = { file = vim.api.nvim_buf_get_name(0), line = vim.api.nvim_win_get_cursor(0)[1] }
   end
+  -- <CR> on the first [n] of the answer text opens its source.
+  local buf = citeline.answer_buffer()
+  if vim.fn.bufwinid(buf) == -1 then
+    vim.cmd("botright sbuffer " .. buf)
+  end
+  local win = vim.fn.bufwinid(buf)
+  for lnum, line in ipairs(result.answer_buffer) do
+    local col = line:find("%[%d+%]")
+    if lnum > 2 and col and not line:match("^Sources:") then
+      vim.api.nvim_set_current_win(win)
+      vim.api.nvim_win_set_cursor(win, { lnum, col })
+      result.marker = line:match("%[%d+%]", col)
+      vim.cmd('execute "normal \\<CR>"')
+      result.marker_jump = { file = vim.api.nvim_buf_get_name(0), line = vim.api.nvim_win_get_cursor(0)[1] }
+      break
+    end
+  end
 
   -- Streaming through the Lua API.
   local deltas, done = {}, false
@@ -76,6 +93,34 @@ local ok, err = pcall(function()
   vim.wait(timeout, function() return vim.fn.getqflist({ title = 0 }).title == title end, 50)
   result.search_quickfix = with_names(vim.fn.getqflist())
   table.insert(result.steps, "searched")
+
+  -- A written answer streams into the buffer, then settles to the final text.
+  local lsp = vim.lsp.get_client_by_id(citeline.client_id)
+  local settings = { answer = { maxAnswerTokens = 48, timeoutSeconds = 600, mode = "generative" } }
+  lsp.notify("workspace/didChangeConfiguration", { settings = { citeline = settings } })
+  vim.cmd("CiteAsk " .. env.CITELINE_TEST_QUESTION)
+  -- What the buffer showed while the answer was being written.
+  local seen, last = {}, nil
+  vim.wait(timeout, function()
+    if citeline.last_answer ~= nil or citeline.last_error ~= nil then
+      return true
+    end
+    local text = table.concat(vim.api.nvim_buf_get_lines(citeline.answer_buffer(), 0, -1, false), "\n")
+    if text ~= last then
+      table.insert(seen, text)
+      last = text
+    end
+    return false
+  end, 20)
+  if citeline.last_error then
+    result.error = "generative ask failed: " .. vim.inspect(citeline.last_error)
+    return
+  end
+  result.generative = citeline.last_answer
+  result.generative_buffer = vim.api.nvim_buf_get_lines(citeline.answer_buffer(), 0, -1, false)
+  result.generative_seen = seen
+  result.model = citeline.status.models.generation
+  table.insert(result.steps, "settled")
   citeline.stop()
   vim.wait(10000, function() return citeline.client_id == nil end, 50)
 end)

@@ -2,7 +2,9 @@
 --
 -- Starts `citeline serve` with Neovim's built-in LSP client for a documents folder
 -- (the current directory by default) and offers:
---   :CiteAsk {question}   answer streamed into a scratch buffer; citations in the quickfix list
+--   :CiteAsk {question}   the answer in a scratch buffer (streamed, then settled to the final
+--                         text), with a label saying how it was made and its sources;
+--                         <CR> on a [n] opens that source; citations in the quickfix list
 --   :CiteSearch {query}   passages in the quickfix list
 --   :CiteStatus           folders, their state and counts
 --   :CiteReindex          bring the folders up to date now
@@ -199,9 +201,49 @@ function M.quickfix_items(items)
   return out
 end
 
+-- How an answer was made -------------------------------------------------------
+
+local FALLBACK_NOTES = {
+  unsupported = "the model's answer was not supported by the sources; showing the documents' own sentences",
+  timeout = "the model took too long; showing the documents' own sentences",
+  cancelled = "the model was stopped; showing the documents' own sentences",
+  context = "the sources did not fit in the model's context; showing the documents' own sentences",
+}
+
+-- A model file's name for people: without its folder and ".gguf".
+function M.model_name(model)
+  if is_null(model) or model == "" then
+    return nil
+  end
+  local name = tostring(model):gsub("^.*[/\\]", ""):gsub("%.[gG][gG][uU][fF]$", "")
+  return name ~= "" and name or nil
+end
+
+-- The label line over an answer: how it was made, and why when a model's answer
+-- fell back to the documents' own sentences.  nil for a refusal.  `model` is the
+-- generation model (citeline/status `models.generation`).
+function M.answer_label(answer, model)
+  if not answer or answer.refused then
+    return nil
+  end
+  if answer.mode == "generative" then
+    return string.format("Written by %s, checked against sources", M.model_name(model) or "the model")
+  end
+  if answer.mode == "extractive" then
+    local reason = not is_null(answer.fallback) and answer.fallback or (not is_null(answer.degraded) and answer.degraded or nil)
+    if reason then
+      local note = FALLBACK_NOTES[reason] or ("the model's answer was not used (" .. reason .. "); showing the documents' own sentences")
+      return "Quoted from your documents · " .. note
+    end
+    return "Quoted from your documents"
+  end
+  return nil
+end
+
 -- UI -------------------------------------------------------------------------
 
 local answer_buf = nil
+local shown_answer = nil -- the answer object the answer buffer shows
 
 local function show_buffer(lines)
   if not (answer_buf and vim.api.nvim_buf_is_valid(answer_buf)) then
@@ -209,6 +251,7 @@ local function show_buffer(lines)
     vim.api.nvim_buf_set_name(answer_buf, "citeline://answer")
     vim.bo[answer_buf].filetype = "markdown"
     vim.bo[answer_buf].bufhidden = "hide"
+    vim.keymap.set("n", "<CR>", M.follow_marker, { buffer = answer_buf, desc = "Citeline: open the source of the [n] under the cursor" })
   end
   if vim.fn.bufwinid(answer_buf) == -1 then
     vim.cmd("botright split")
@@ -222,8 +265,14 @@ function M.answer_buffer()
   return answer_buf
 end
 
-local function answer_lines(question, answer)
+-- What the answer buffer shows for a finished answer: the question, the label,
+-- the final text (it replaces what streamed), the sources.
+function M.answer_lines(question, answer, model)
   local lines = { "# " .. question, "" }
+  local label = M.answer_label(answer, model)
+  if label then
+    vim.list_extend(lines, { "_" .. label .. "_", "" })
+  end
   vim.list_extend(lines, vim.split(answer.answer or "", "\n", { plain = true }))
   if answer.citations and #answer.citations > 0 then
     vim.list_extend(lines, { "", "Sources:" })
@@ -234,14 +283,61 @@ local function answer_lines(question, answer)
   return lines
 end
 
+-- Opens a citation (or hit) in the window the answer buffer was opened from.
+function M.open_citation(item)
+  local file = uri_path(item.uri)
+  local line = (item.range and item.range.start.line or 0) + 1
+  if vim.api.nvim_get_current_buf() == answer_buf then
+    vim.cmd("wincmd p")
+    if vim.api.nvim_get_current_buf() == answer_buf then
+      vim.cmd("aboveleft split")
+    end
+  end
+  vim.cmd("edit " .. vim.fn.fnameescape(file))
+  if is_null(item.page) then
+    vim.api.nvim_win_set_cursor(0, { math.min(line, vim.api.nvim_buf_line_count(0)), 0 })
+  else
+    notify(string.format("%s: page %d", vim.fn.fnamemodify(file, ":t"), item.page))
+  end
+end
+
+-- <CR> in the answer buffer: the source of the [n] under the cursor.
+function M.follow_marker()
+  local line = vim.api.nvim_get_current_line()
+  local col = vim.api.nvim_win_get_cursor(0)[2] + 1
+  local n
+  local init = 1
+  while true do
+    local s, e, digits = line:find("%[(%d+)%]", init)
+    if not s then
+      break
+    end
+    if col >= s and col <= e then
+      n = tonumber(digits)
+      break
+    end
+    init = e + 1
+  end
+  if not n then
+    return false
+  end
+  for _, citation in ipairs((shown_answer and shown_answer.citations) or {}) do
+    if citation.n == n then
+      M.open_citation(citation)
+      return true
+    end
+  end
+  return false
+end
+
 function M.ask_command(question)
   if question == nil or question:match("^%s*$") then
     notify("usage: :CiteAsk {question}", vim.log.levels.WARN)
     return
   end
   local text = ""
-  show_buffer({ "# " .. question, "", "…" })
-  M.last_answer, M.last_error = nil, nil
+  show_buffer({ "# " .. question, "", "Searching the documents…" })
+  M.last_answer, M.last_error, shown_answer = nil, nil, nil
   M.ask(question, {
     on_delta = function(delta)
       text = text .. delta
@@ -254,7 +350,9 @@ function M.ask_command(question)
         return
       end
       M.last_answer = answer
-      show_buffer(answer_lines(question, answer))
+      shown_answer = answer
+      local model = M.status and M.status.models and M.status.models.generation
+      show_buffer(M.answer_lines(question, answer, model))
       vim.fn.setqflist({}, " ", { title = "Citeline: " .. question, items = M.quickfix_items(answer.citations) })
     end,
   })

@@ -87,6 +87,22 @@ async function answerFrame(page, timeoutMs) {
   throw new Error('answer panel (webview with #history) did not appear');
 }
 
+/** Text as a reader compares it: Markdown's inline-code backticks dropped (the panel shows code spans as code), whitespace collapsed. */
+const flatten = (text) => text.replace(/`/g, '').replace(/\s+/g, ' ').trim();
+
+/** Lines [start, end] (1-based, inclusive) of a file. */
+function fileLines(file, start, end) {
+  return fs.readFileSync(file, 'utf8').split(/\r?\n/).slice(start - 1, end).join('\n');
+}
+
+/** Sentences of a unit of answer text (a quoted unit may hold one or several). */
+function sentences(text) {
+  return flatten(text)
+    .split(/(?<=[.!?。！？])\s+/)
+    .map((s) => s.trim())
+    .filter((s) => s.length >= 12);
+}
+
 /** Expected editor state after opening lines [start, end] (1-based) of a file. */
 function expectedSelection(file, start, end) {
   const lines = fs.readFileSync(file, 'utf8').split(/\r?\n/);
@@ -185,7 +201,17 @@ try {
     throw new Error(`answer did not finish: ${cls} ${why}`);
   }
   check(!cls.includes('refused'), `the daemon refused: ${answerText}`);
-  check(partials.size >= 1, 'the answer did not stream into the panel (no partial text before the result)');
+
+  // How the answer was made: the label over it.
+  const label = entry.locator('.mode');
+  check((await label.count()) === 1, 'no label saying how the answer was made');
+  const labelText = (await label.innerText()).replace(/\s+/g, ' ').trim();
+  mark(`label: "${labelText}"`);
+  const extractive = /^Quoted from your documents/.test(labelText);
+  check(extractive || /^Written by .+, checked against sources/.test(labelText), `unexpected label: ${labelText}`);
+  // An extractive answer arrives at once (one delta, then the result); a written one streams.
+  check(extractive || partials.size >= 1, 'the written answer did not stream into the panel (no partial text before the result)');
+
   const citeLinks = entry.locator('ol.citations a.cite');
   const nCitations = await citeLinks.count();
   check(nCitations >= 1, 'no citations listed under the answer');
@@ -193,6 +219,51 @@ try {
   mark(`citations: ${citationTexts.map((t) => t.replace(/\s+/g, ' ').trim()).join(' | ')}`);
   const markers = entry.locator('.answer a.marker');
   mark(`[n] markers linked in the text: ${await markers.count()}`);
+
+  // The answer quotes the passages its markers link to: for each linked [n], the text
+  // since the previous marker is the unit it cites. At least one of its sentences must
+  // be in the cited lines, read from disk, and the marker must link to that citation.
+  const units = await entry.locator('.answer').evaluate((root) => {
+    const out = [];
+    let text = '';
+    const visit = (node) => {
+      for (const child of node.childNodes) {
+        if (child.nodeType === Node.TEXT_NODE) {
+          text += child.nodeValue;
+        } else if (child.nodeType === Node.ELEMENT_NODE && child.matches('a.marker')) {
+          out.push({ text, marker: child.textContent, index: child.dataset.index, path: child.dataset.path, lines: child.dataset.lines });
+          text = '';
+        } else if (child.nodeType === Node.ELEMENT_NODE) {
+          if (child.matches('pre, tr')) text += '\n';
+          visit(child);
+        }
+      }
+    };
+    visit(root);
+    return out;
+  });
+  check(units.length >= 1, 'no [n] marker linked to a citation in the answer text');
+  let quoted;
+  for (const u of units) {
+    if (!u.lines || !u.path) continue;
+    const [from, to] = u.lines.split('-').map(Number);
+    const cited = flatten(fileLines(path.join(workspace, ...u.path.split('/')), from, to));
+    const found = sentences(u.text).find((sentence) => cited.includes(sentence));
+    if (found) {
+      quoted = { ...u, sentence: found };
+      break;
+    }
+  }
+  check(quoted, `no sentence of the answer is in the lines its marker cites: ${JSON.stringify(units.map((u) => [u.marker, u.path, u.lines, u.text.slice(0, 120)]))}`);
+  mark(`quoted: "${quoted.sentence}" ${quoted.marker} -> ${quoted.path} lines ${quoted.lines}`);
+  // The marker links to that citation in the sources list.
+  const listed = citeLinks.nth(Number(quoted.index));
+  check(
+    (await listed.getAttribute('data-path')) === quoted.path && (await listed.getAttribute('data-lines')) === quoted.lines,
+    `marker ${quoted.marker} does not link to source #${quoted.index} (${await listed.getAttribute('data-path')} ${await listed.getAttribute('data-lines')})`,
+  );
+  check((await listed.innerText()).includes(quoted.marker), `source #${quoted.index} is not numbered ${quoted.marker}`);
+  mark(`code blocks shown as code: ${await entry.locator('.answer pre.code').count()}, tables: ${await entry.locator('.answer table').count()}`);
   await page.screenshot({ path: path.join(outDir, 'answer.png') });
   mark(`screenshot ${path.join(outDir, 'answer.png')}`);
 

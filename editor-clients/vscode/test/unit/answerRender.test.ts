@@ -2,13 +2,16 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 
 import {
+  answerLabel,
   escapeHtml,
   makeNonce,
+  modelName,
   renderAnswerText,
   renderCitations,
   renderEntry,
   renderHistory,
   renderPage,
+  settle,
   trimHistory,
   type AnswerEntry,
 } from '../../src/answerRender';
@@ -24,7 +27,7 @@ function tags(html: string): Set<string> {
   return new Set([...html.matchAll(/<\/?([a-zA-Z][a-zA-Z0-9-]*)/g)].map((m) => m[1].toLowerCase()));
 }
 
-const OUR_TAGS = new Set(['details', 'summary', 'span', 'div', 'a', 'h3', 'ol', 'li', 'button', 'p']);
+const OUR_TAGS = new Set(['details', 'summary', 'span', 'div', 'a', 'h3', 'ol', 'li', 'button', 'p', 'pre', 'code', 'table', 'thead', 'tbody', 'tr', 'th', 'td']);
 
 test('escapeHtml escapes the five HTML specials and backticks', () => {
   assert.equal(escapeHtml(`<a href="x" onclick='y'>&\``), '&lt;a href=&quot;x&quot; onclick=&#39;y&#39;&gt;&amp;&#96;');
@@ -53,24 +56,21 @@ test('model output is never injected as HTML', () => {
   assert.ok(html.includes('&lt;svg onload=x&gt;.md'));
 });
 
-test('citations list: path, section, lines or page; uncited ones marked', () => {
-  const html = renderCitations('1', [citation(), pdfCitation({ cited: false })]);
+test('citations list: path, section, lines or page', () => {
+  const html = renderCitations('1', [citation(), pdfCitation()]);
   assert.match(html, /<h3>Sources<\/h3>/);
-  assert.match(html, /<li class="citation cited"><a href="#" class="cite" data-entry="1" data-kind="citation" data-index="0"/);
+  assert.match(html, /<li class="citation"><a href="#" class="cite" data-entry="1" data-kind="citation" data-index="0"/);
   assert.match(html, /<span class="path">getting-started\.md<\/span> <span class="section">§ Getting started &gt; Where things live<\/span> <span class="where">lines 40–47<\/span>/);
-  assert.match(html, /<li class="citation uncited"><a [^>]*data-path="citeline-guide\.pdf" data-page="3"[^>]*>.*<span class="path">citeline-guide\.pdf<\/span> <span class="where">page 3<\/span>.*not cited/);
+  assert.match(html, /<li class="citation"><a [^>]*data-path="citeline-guide\.pdf" data-page="3"[^>]*>.*<span class="path">citeline-guide\.pdf<\/span> <span class="where">page 3<\/span>/);
   assert.equal(renderCitations('1', []), '');
-  // a text that cites nothing (degraded): the sources are not marked one by one
-  const none = renderCitations('1', [citation({ cited: false }), pdfCitation({ cited: false })]);
-  assert.ok(!none.includes('uncited'));
-  assert.ok(!none.includes('not cited'));
 });
 
-test('a done answer: question, text with links, sources, time', () => {
+test('a done answer: question, label, text with links, sources, time', () => {
   const html = renderEntry(done());
   assert.match(html, /^<details class="entry state-done" id="entry-1" data-entry="1" open>/);
   assert.match(html, /<summary><span class="question">Where is the index stored\?<\/span> <span class="meta">2\.3 s<\/span><\/summary>/);
-  assert.match(html, /class="marker"[^>]*>\[1\]<\/a>\./);
+  assert.match(html, /<div class="mode mode-extractive" role="note" title="[^"]*"><span class="mode-text">Quoted from your documents<\/span><\/div><div class="answer">/);
+  assert.match(html, /documents folder\. <a href="#" class="marker"[^>]*>\[1\]<\/a><\/div>/);
   assert.match(html, /Sources/);
   assert.ok(!html.includes('refusal'));
 });
@@ -91,9 +91,100 @@ test('a refusal is shown as such, with the nearest passages (not sources)', () =
   assert.ok(!html.includes('Sources'));
 });
 
-test('degraded answers carry a note', () => {
-  const html = renderEntry(done({ answer: answer({ degraded: 'timeout' }) }));
-  assert.match(html, /class="degraded"[^>]*>Writing the answer took too long/);
+test('label: quoted, written by the model and checked, or quoted because the model fell back', () => {
+  const quoted = answerLabel(answer());
+  assert.equal(quoted?.mode, 'extractive');
+  assert.equal(quoted?.text, 'Quoted from your documents');
+  assert.equal(quoted?.note, undefined);
+  assert.match(quoted?.detail ?? '', /verbatim.*53%/);
+
+  const written = answerLabel(answer({ mode: 'generative', generator_called: true, confidence: null }), '/models/qwen2.5-1.5b-instruct-q4_k_m.gguf');
+  assert.equal(written?.text, 'Written by qwen2.5-1.5b-instruct-q4_k_m, checked against sources');
+  assert.equal(answerLabel(answer({ mode: 'generative' }))?.text, 'Written by the model, checked against sources');
+
+  const unsupported = answerLabel(answer({ generator_called: true, fallback: 'unsupported' }));
+  assert.equal(unsupported?.text, 'Quoted from your documents');
+  assert.equal(unsupported?.note, "the model's answer was not supported by the sources; showing the documents' own sentences");
+  assert.match(answerLabel(answer({ fallback: 'timeout', degraded: 'timeout' }))?.note ?? '', /took too long/);
+  assert.match(answerLabel(answer({ fallback: 'context' }))?.note ?? '', /did not fit/);
+  assert.match(answerLabel(answer({ fallback: null, degraded: 'cancelled' }))?.note ?? '', /stopped/);
+
+  // A refusal, or a server that does not say how it answered: no label.
+  assert.equal(answerLabel(answer({ refused: true, mode: null, citations: [] })), undefined);
+  assert.equal(answerLabel(answer({ mode: undefined as unknown as null })), undefined);
+  assert.equal(answerLabel(undefined), undefined);
+});
+
+test('label in the panel: a small note over the answer, the fallback reason beside it', () => {
+  const a = answer({ generator_called: true, fallback: 'unsupported' });
+  const html = renderEntry(done({ answer: a }));
+  assert.match(html, /<div class="mode mode-extractive" role="note" title="[^"]*"><span class="mode-text">Quoted from your documents<\/span><span class="fallback"> · the model&#39;s answer was not supported by the sources; showing the documents&#39; own sentences<\/span><\/div>/);
+  const g = answer({ mode: 'generative', answer: 'The index is in .citeline [1].' });
+  const written = renderEntry(done({ answer: g, text: g.answer, model: 'Qwen2.5-1.5B.gguf' }));
+  assert.match(written, /<div class="mode mode-generative"[^>]*><span class="mode-text">Written by Qwen2\.5-1\.5B, checked against sources<\/span><\/div>/);
+  // No label while streaming (the server says how it answered only at the end).
+  assert.ok(!renderEntry({ id: '2', question: 'q', state: 'streaming', text: 'The index', startedAt: 0 }).includes('class="mode'));
+});
+
+test('modelName: the file name without folder or .gguf', () => {
+  assert.equal(modelName('/m/SmolLM2-135M-Instruct.Q4_1.gguf'), 'SmolLM2-135M-Instruct.Q4_1');
+  assert.equal(modelName('C:\\models\\phi.GGUF'), 'phi');
+  assert.equal(modelName(''), undefined);
+  assert.equal(modelName(null), undefined);
+});
+
+test('settle: the final answer text replaces what streamed', () => {
+  const entry: AnswerEntry = { id: '5', question: 'q', state: 'streaming', text: 'The index is in .citeline [1]. It is also on the moon [2].', startedAt: 0 };
+  const final = answer({ mode: 'generative', answer: 'The index is in .citeline [1].' });
+  settle(entry, final, 'qwen.gguf');
+  assert.equal(entry.state, 'done');
+  assert.equal(entry.text, 'The index is in .citeline [1].');
+  assert.equal(entry.answer, final);
+  assert.equal(entry.model, 'qwen.gguf');
+  const html = renderEntry(entry);
+  assert.ok(!html.includes('moon'));
+  assert.match(html, /Written by qwen, checked against sources/);
+});
+
+test('an extractive answer keeps its lines: sentences, list items, a code block, a table', () => {
+  const text = [
+    'The index is stored in a folder named `.citeline/` inside the documents folder. [1] Its main file is `index.sqlite3`. [1]',
+    'To rebuild it: [2]',
+    '- delete `.citeline/` [2]',
+    '- run `citeline index` [2]',
+    '```bash',
+    'citeline ask "Where is a[1] stored?" --docs ~/notes',
+    '```',
+    '[2]',
+    '| Setting | Default |',
+    '| --- | --- |',
+    '| `search.topK` | 5 | [1]',
+    '| Setting | Default |',
+    '| --- | --- |',
+    '| `answer.mode` | auto | [1]',
+  ].join('\n');
+  const a = answer({ answer: text, citations: [citation(), citation({ n: 2, start_line: 111, end_line: 125 })] });
+  const html = renderEntry(done({ answer: a, text }));
+  const body = /<div class="answer">([\s\S]*?)<\/div><h3>/.exec(html)?.[1] ?? '';
+  // Prose keeps its line breaks (the panel shows them: white-space: pre-wrap); inline code is code.
+  assert.match(body, /^The index is stored in a folder named <code>\.citeline\/<\/code> inside the documents folder\. <a [^>]*data-index="0"[^>]*>\[1\]<\/a> Its main file/);
+  assert.match(body, /\[1\]<\/a>\nTo rebuild it: <a [^>]*data-index="1"[^>]*>\[2\]<\/a>\n- delete <code>\.citeline\/<\/code> <a [^>]*>\[2\]<\/a>\n- run <code>citeline index<\/code>/);
+  // The fenced block is a code block, without its fences; a [1] inside code is not a link.
+  assert.match(body, /<pre class="code" data-lang="bash"><code>citeline ask &quot;Where is a\[1\] stored\?&quot; --docs ~\/notes<\/code><\/pre><a href="#" class="marker"[^>]*data-index="1"[^>]*>\[2\]<\/a>/);
+  assert.ok(!body.includes('```'));
+  // Two rows quoted under the same header are one table; each row ends with its marker.
+  assert.equal((body.match(/<table/g) ?? []).length, 1);
+  assert.match(body, /<table class="quoted"><thead><tr><th>Setting<\/th><th>Default<\/th><th class="cite-cell"><\/th><\/tr><\/thead><tbody><tr><td><code>search\.topK<\/code><\/td><td>5<\/td><td class="cite-cell"><a [^>]*>\[1\]<\/a><\/td><\/tr><tr><td><code>answer\.mode<\/code><\/td>/);
+});
+
+test('an extractive answer quoting preformatted text (no fences): a code block before its marker line', () => {
+  const text = 'Start the daemon: [1]\n$ citeline serve\n$ citeline status\n[1]';
+  const a = answer({ answer: text });
+  const html = renderEntry(done({ answer: a, text }));
+  assert.match(html, /Start the daemon: <a [^>]*>\[1\]<\/a><pre class="code"><code>\$ citeline serve\n\$ citeline status<\/code><\/pre><a [^>]*>\[1\]<\/a>/);
+  // The same lines in a model's prose stay prose.
+  const g = answer({ mode: 'generative', answer: text });
+  assert.ok(!renderEntry(done({ answer: g, text })).includes('<pre'));
 });
 
 test('streaming: partial text, a working line with Stop; no sources yet', () => {

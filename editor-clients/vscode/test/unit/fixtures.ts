@@ -54,14 +54,17 @@ export function answer(over: Partial<Answer> = {}): Answer {
   return {
     question: 'Where is the index stored?',
     language: 'en',
-    answer: 'The index lives in the .citeline folder inside the documents folder [1].',
+    answer: 'The index lives in the .citeline folder inside the documents folder. [1]',
+    mode: 'extractive',
+    fallback: null,
     refused: false,
-    generator_called: true,
+    generator_called: false,
     degraded: null,
+    confidence: 0.53,
     folder: 'file:///home/me/notes',
     citations: [citation()],
     hits: [hit()],
-    timings: { retrieval: 0.02, first_token: 0.41, total: 2.3 },
+    timings: { retrieval: 0.02, first_text: 0.41, total: 2.3 },
     ...over,
   };
 }

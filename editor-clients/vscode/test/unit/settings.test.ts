@@ -29,6 +29,7 @@ test('set values map to the contract\'s nested camelCase keys', () => {
     'answer.maxEvidence': 3,
     'answer.maxAnswerTokens': 128,
     'answer.timeoutSeconds': 30,
+    'answer.mode': 'extractive',
     'generation.model': '/models/qwen.gguf',
     'generation.contextSize': 4096,
     'embedding.model': '~/models/bge.gguf',
@@ -47,7 +48,7 @@ test('set values map to the contract\'s nested camelCase keys', () => {
     chunking: { maxCost: 800, overlapCost: 100 },
     search: { topK: 8 },
     retrieval: { mode: 'dense' },
-    answer: { minScore: 0.25, minKeywordScore: 0.5, maxEvidence: 3, maxAnswerTokens: 128, timeoutSeconds: 30 },
+    answer: { minScore: 0.25, minKeywordScore: 0.5, maxEvidence: 3, maxAnswerTokens: 128, timeoutSeconds: 30, mode: 'extractive' },
     records: { asks: false },
   });
 });
@@ -80,6 +81,16 @@ test('every server setting is contributed in package.json, with the same type', 
   for (const k of ['server.command', 'server.python']) {
     assert.ok(props[`citeline.${k}`]);
   }
+});
+
+test('answer.mode: auto, extractive or generative, default auto; applies without a restart', () => {
+  const pkg = JSON.parse(fs.readFileSync(path.join(__dirname, '..', '..', '..', 'package.json'), 'utf8'));
+  const mode = pkg.contributes.configuration.properties['citeline.answer.mode'];
+  assert.deepEqual(mode.enum, ['auto', 'extractive', 'generative']);
+  assert.equal(mode.default, 'auto');
+  assert.equal(mode.enumDescriptions.length, 3);
+  assert.equal(needsRestart((key) => key === 'citeline.answer.mode'), false);
+  assert.deepEqual(buildServerSettings((k) => (k === 'answer.mode' ? 'generative' : undefined)).settings, { answer: { mode: 'generative' } });
 });
 
 test('restart: server command, models, folders, chunking; not the retrieval knobs', () => {

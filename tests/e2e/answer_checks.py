@@ -1,0 +1,69 @@
+"""Checks of an answer's shape that every editor's end-to-end test makes.
+
+An extractive answer is the documents' own units, each followed by the ``[n]`` of
+its source (docs/lsp-extensions.md); the text since the previous marker is the
+unit that ``[n]`` cites.  These helpers read the cited lines from disk.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from lsp_harness import lines_of
+
+MARKER = re.compile(r"\[(\d{1,3})\]")
+SENTENCE_END = re.compile(r"(?<=[.!?。！？])\s+")
+
+QUOTED_LABEL = "Quoted from your documents"
+
+
+def flat(text: str) -> str:
+    """Whitespace collapsed (a quoted sentence may span wrapped lines in its file)."""
+    return " ".join(text.split())
+
+
+def cited_units(text: str) -> list[tuple[int, str]]:
+    """``(n, unit)`` for each ``[n]`` of an answer: the text since the previous marker."""
+    units: list[tuple[int, str]] = []
+    last = 0
+    for match in MARKER.finditer(text):
+        units.append((int(match.group(1)), text[last : match.start()]))
+        last = match.end()
+    return units
+
+
+def sentences(text: str) -> list[str]:
+    return [s for s in SENTENCE_END.split(flat(text)) if len(s) >= 12]
+
+
+def quoted_sentence(answer: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    """A sentence of the answer found in the lines its marker cites, and that citation.
+
+    Also checks that every marker names a listed citation.
+    """
+    by_n = {c["n"]: c for c in answer["citations"]}
+    units = cited_units(answer["answer"])
+    assert units, f"no [n] marker in the answer: {answer['answer']!r}"
+    assert {n for n, _ in units} <= set(by_n), (units, sorted(by_n))
+    for n, unit in units:
+        cited = flat(lines_of(by_n[n]["uri"], by_n[n]["range"]))
+        for sentence in sentences(unit):
+            if sentence in cited:
+                return sentence, by_n[n]
+    raise AssertionError(f"no sentence of the answer is in its cited lines: {answer['answer']!r}")
+
+
+def assert_extractive(answer: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    """The answer is extractive and quotes its sources: a quoted sentence and its citation.
+
+    (A JSON null may arrive as a missing key: Neovim's LSP client drops them.)
+    """
+    assert answer["refused"] is False, answer["answer"]
+    assert answer["mode"] == "extractive", answer
+    assert answer.get("fallback") is None
+    assert answer["generator_called"] is False
+    assert answer.get("degraded") is None
+    assert isinstance(answer["confidence"], float) and 0.0 <= answer["confidence"] <= 1.0
+    assert all(c["cited"] for c in answer["citations"])
+    return quoted_sentence(answer)
