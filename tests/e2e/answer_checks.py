@@ -37,8 +37,9 @@ def sentences(text: str) -> list[str]:
     return [s for s in SENTENCE_END.split(flat(text)) if len(s) >= 12]
 
 
-def quoted_sentence(answer: dict[str, Any]) -> tuple[str, dict[str, Any]]:
-    """A sentence of the answer found in the lines its marker cites, and that citation.
+def quoted_sentence(answer: dict[str, Any], quoting: str = "") -> tuple[str, dict[str, Any]]:
+    """A sentence of the answer (holding ``quoting``) found in the lines its marker
+    cites, and that citation.
 
     Also checks that every marker names a listed citation.
     """
@@ -49,13 +50,17 @@ def quoted_sentence(answer: dict[str, Any]) -> tuple[str, dict[str, Any]]:
     for n, unit in units:
         cited = flat(lines_of(by_n[n]["uri"], by_n[n]["range"]))
         for sentence in sentences(unit):
-            if sentence in cited:
+            if quoting in sentence and sentence in cited:
                 return sentence, by_n[n]
-    raise AssertionError(f"no sentence of the answer is in its cited lines: {answer['answer']!r}")
+    raise AssertionError(
+        f"no sentence of the answer{f' with {quoting!r}' if quoting else ''}"
+        f" is in its cited lines: {answer['answer']!r}"
+    )
 
 
-def assert_extractive(answer: dict[str, Any]) -> tuple[str, dict[str, Any]]:
-    """The answer is extractive and quotes its sources: a quoted sentence and its citation.
+def assert_extractive(answer: dict[str, Any], quoting: str = "") -> tuple[str, dict[str, Any]]:
+    """The answer is extractive and quotes its sources: a quoted sentence (holding
+    ``quoting``) and its citation.
 
     (A JSON null may arrive as a missing key: Neovim's LSP client drops them.)
     """
@@ -66,4 +71,4 @@ def assert_extractive(answer: dict[str, Any]) -> tuple[str, dict[str, Any]]:
     assert answer.get("degraded") is None
     assert isinstance(answer["confidence"], float) and 0.0 <= answer["confidence"] <= 1.0
     assert all(c["cited"] for c in answer["citations"])
-    return quoted_sentence(answer)
+    return quoted_sentence(answer, quoting)

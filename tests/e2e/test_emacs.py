@@ -69,8 +69,7 @@ def test_emacs_eglot_asks_and_follows_a_citation(tmp_path: Path) -> None:
     answer = result["answer"]
     assert answer["hits"][0]["path"] == "garden.md"
     # The documents' own sentence, cited: in the lines its [n] points at.
-    sentence, cited = assert_extractive(answer)
-    assert "six hours of direct sun" in sentence
+    sentence, cited = assert_extractive(answer, "six hours of direct sun")
     assert cited["path"] == "garden.md"
     # The buffer: the question, the label, the answer with its markers, the sources.
     shown = result["shown"]
