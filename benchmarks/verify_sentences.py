@@ -6,8 +6,9 @@ score (``answering.verification``) as JSON lines, for a person to judge.
 
 ``score``: reads those lines back with a ``"supported"`` true/false field added
 by hand (the AIS question: is this sentence attributable to the text it cites?)
-and prints, for each support threshold, the checker's precision (kept sentences
-that are supported) and recall (supported sentences kept).
+and prints, for each pair of thresholds (share of the sentence's terms, and of
+their consecutive pairs, found in one unit of a cited block), the checker's
+precision (kept sentences that are supported) and recall (supported sentences kept).
 
     .venv/bin/python benchmarks/verify_sentences.py generate eval/manuals-en/questions-tune.jsonl \\
         --docs eval/manuals-en/docs --out /tmp/sentences.jsonl
@@ -26,7 +27,9 @@ from citeline.core import keywords
 from citeline.core.answering.citations import CitationFilter, clean_answer_text
 from citeline.core.answering.evidence import is_evidence, select_evidence
 from citeline.core.answering.prompt import build_messages
-from citeline.core.answering.verification import VerifySettings, verify
+from citeline.core.answering.results import Evidence
+from citeline.core.answering.verification import VerifySettings, block_spans, support, verify
+from citeline.core.documents import Chunk, Hit
 from citeline.core.scripts import detect_language
 from citeline.evaluation import datasets
 from citeline.settings import load_settings
@@ -41,7 +44,7 @@ def generate(args: argparse.Namespace) -> None:
     generator = workspace.generator()
     answer = settings.answer
     # Every sentence is kept for judging: the thresholds are set afterwards.
-    keep_all = VerifySettings(support=0.0, unmarked_support=0.0, min_terms=0)
+    keep_all = VerifySettings(support=0.0, order=0.0, unmarked_support=0.0, min_terms=0)
     with open(args.out, "w", encoding="utf-8") as out:
         for number, query in enumerate(evalset.queries[: args.limit or None], start=1):
             if not query.relevant:
@@ -93,16 +96,27 @@ def generate(args: argparse.Namespace) -> None:
 
 def score(args: argparse.Namespace) -> None:
     rows = [json.loads(line) for line in Path(args.labels).read_text("utf-8").splitlines()]
-    judged = [r for r in rows if isinstance(r.get("supported"), bool)]
+    judged = [r for r in rows if isinstance(r.get("supported"), bool) and r["cites"]]
     positives = sum(r["supported"] for r in judged)
     print(f"{len(judged)} judged sentences, {positives} supported by what they cite")
-    print("threshold  kept  precision  recall")
-    for threshold in (0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0):
-        kept = [r for r in judged if r["cites"] and r["support"] >= threshold]
-        good = sum(r["supported"] for r in kept)
-        precision = good / len(kept) if kept else float("nan")
-        recall = good / positives if positives else float("nan")
-        print(f"{threshold:9.2f} {len(kept):5} {precision:10.3f} {recall:7.3f}")
+    scored = []
+    for row in judged:
+        terms = keywords.terms(row["sentence"])
+        best = (0.0, 0.0)
+        for n, text in row["evidence"].items():
+            chunk = Chunk("judged", "", (), text, None, None, None, 0)
+            evidence = Evidence(int(n), Hit(int(n), int(n), 1.0, chunk))
+            best = max(best, support(terms, block_spans(evidence)))
+        scored.append((best, row["supported"]))
+    print("terms  order  kept  precision  recall")
+    for share in (0.6, 0.7, 0.8, 0.9):
+        for order in (0.0, 0.3, 0.4, 0.5, 0.6):
+            kept = [ok for (s, o), ok in scored if s >= share and o >= order]
+            good = sum(kept)
+            precision = good / len(kept) if kept else float("nan")
+            print(
+                f"{share:5.2f} {order:6.2f} {len(kept):5} {precision:10.3f} {good / positives:7.3f}"
+            )
 
 
 def main() -> None:

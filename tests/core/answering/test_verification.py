@@ -5,6 +5,7 @@ from __future__ import annotations
 from citeline.core.answering.results import Evidence
 from citeline.core.answering.verification import (
     VerifySettings,
+    block_spans,
     generated_sentences,
     support,
     verify,
@@ -32,10 +33,24 @@ def test_generated_text_splits_into_sentences_with_their_markers() -> None:
     ]
 
 
-def test_support_is_the_share_of_terms_in_one_span() -> None:
-    assert support(["index", "store"], [{"index", "store"}, {"index"}]) == 1.0
-    assert support(["index", "store"], [{"index"}]) == 0.5
-    assert support([], [{"index"}]) == 0.0
+def test_support_is_the_share_of_terms_and_of_their_order_in_one_span() -> None:
+    [span] = block_spans(evidence(9, "The index is stored in a folder."))
+    assert support(["index", "store", "folder"], [span]) == (1.0, 1.0)
+    assert support(["folder", "store", "index"], [span]) == (1.0, 0.0)  # recombined
+    assert support(["index", "store", "bucket"], [span]) == (2 / 3, 0.5)
+    assert support([], [span]) == (0.0, 0.0)
+
+
+def test_a_recombination_of_evidence_words_is_not_supported() -> None:
+    checked = verify(
+        "The index folder is stored in the citeline [1].", BLOCKS, VerifySettings(order=0.6)
+    )
+    assert not checked.kept
+
+
+def test_a_sentence_without_a_claim_goes() -> None:
+    checked = verify("1. [1] Note. [2]", BLOCKS, VerifySettings())
+    assert [s.reason for s in checked.sentences] == ["no claim", "no claim"]
 
 
 def test_a_supported_sentence_is_kept_with_its_citation() -> None:

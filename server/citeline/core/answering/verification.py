@@ -1,11 +1,12 @@
 """Checking a generated answer sentence by sentence against the evidence it cites.
 
-A generated sentence is kept only if the evidence supports it:
+A generated sentence is kept only if the evidence supports it.  A block supports
+a sentence when one of its units, or a pair of adjacent units (a claim may join
+two sentences), holds enough of the sentence's content terms (stemmed words,
+identifiers, CJK bigrams): a token-overlap "K-precision" check; and enough of
+its consecutive term pairs, so that the words of the evidence recombined into a
+new claim do not pass.  Then:
 
-- its support by a block is the best, over the block's units and pairs of
-  adjacent units (a claim may join two sentences), of the share of the
-  sentence's content terms (stemmed words, identifiers, CJK bigrams) that the
-  unit holds: a token-overlap "K-precision" check;
 - a sentence that cites blocks is kept when the blocks it cites support it;
 - a sentence without a marker gets the block that supports it best when that
   support is strong, and is dropped otherwise;
@@ -31,12 +32,14 @@ _MARKER = re.compile(r"\[(\d{1,3})\]")
 
 @dataclass(frozen=True)
 class VerifySettings:
-    # A sentence is supported when this share of its content terms is in the evidence.
+    # A sentence is supported when this share of its content terms is in the evidence…
     support: float = 0.7
+    # …and this share of its consecutive term pairs.
+    order: float = 0.4
     # A sentence without a marker is attributed only when support is at least this.
     unmarked_support: float = 0.85
     # A sentence with fewer content terms than this is kept only if every term is in
-    # the evidence (a share is meaningless for one or two words).
+    # the evidence (a share is meaningless for two words).
     min_terms: int = 3
 
 
@@ -69,22 +72,37 @@ class Verified:
         return list(dict.fromkeys(n for s in self.kept for n in s.cited))
 
 
-def _terms(text: str) -> list[str]:
-    return list(dict.fromkeys(keywords.terms(text)))
+def _pairs(terms: Sequence[str]) -> set[tuple[str, str]]:
+    return set(itertools.pairwise(terms))
 
 
-def _spans(evidence: Evidence) -> list[set[str]]:
-    """Term sets of each unit of a block and of each pair of adjacent units."""
-    units = [set(keywords.terms(u.display)) for u in split_units(evidence.hit.chunk.text)]
-    pairs = [a | b for a, b in itertools.pairwise(units)]
-    return units + pairs
+@dataclass(frozen=True)
+class _Span:
+    terms: set[str]
+    pairs: set[tuple[str, str]]
 
 
-def support(terms: Sequence[str], spans: Sequence[set[str]]) -> float:
-    """The largest share of ``terms`` found together in one span."""
-    if not terms:
-        return 0.0
-    return max((sum(t in span for t in terms) / len(terms) for span in spans), default=0.0)
+def block_spans(evidence: Evidence) -> list[_Span]:
+    """Each unit of a block, and each pair of adjacent units."""
+    units = [keywords.terms(u.display) for u in split_units(evidence.hit.chunk.text)]
+    spans = [_Span(set(t), _pairs(t)) for t in units]
+    joined = [_Span(set(a + b), _pairs(a + b)) for a, b in itertools.pairwise(units)]
+    return spans + joined
+
+
+def support(terms: Sequence[str], spans: Sequence[_Span]) -> tuple[float, float]:
+    """The largest share of ``terms`` (a sentence's, in order) found in one span, and
+    of their consecutive pairs."""
+    distinct = set(terms)
+    if not distinct:
+        return 0.0, 0.0
+    pairs = list(itertools.pairwise(terms))
+    best = (0.0, 0.0)
+    for span in spans:
+        share = len(distinct & span.terms) / len(distinct)
+        order = sum(p in span.pairs for p in pairs) / len(pairs) if pairs else share
+        best = max(best, (share, order))
+    return best
 
 
 _MARKERS = re.compile(r"(?:\s*\[\d{1,3}\])+")
@@ -126,29 +144,35 @@ def generated_sentences(text: str) -> list[tuple[str, tuple[int, ...]]]:
     return out
 
 
+def _holds(score: tuple[float, float], floor: float, settings: VerifySettings) -> bool:
+    share, order = score
+    return share >= floor and order >= settings.order
+
+
 def verify(text: str, evidence: Sequence[Evidence], settings: VerifySettings) -> Verified:
-    by_n = {e.n: _spans(e) for e in evidence}
+    by_n = {e.n: block_spans(e) for e in evidence}
     result = Verified()
     for sentence, markers in generated_sentences(text):
-        terms = _terms(sentence)
+        terms = keywords.terms(sentence)
         cited = [n for n in dict.fromkeys(markers) if n in by_n]
-        if not terms:
-            result.sentences.append(CheckedSentence(sentence, (), 0.0, False, "no content"))
+        if len(set(terms)) < 2:
+            result.sentences.append(CheckedSentence(sentence, (), 0.0, False, "no claim"))
             continue
-        needed = settings.support if len(terms) >= settings.min_terms else 1.0
+        needed = settings.support if len(set(terms)) >= settings.min_terms else 1.0
         scores = {n: support(terms, spans) for n, spans in by_n.items()}
-        supporting = [n for n in cited if scores[n] >= needed]
+        supporting = [n for n in cited if _holds(scores[n], needed, settings)]
         if supporting:
-            best = max(scores[n] for n in supporting)
+            best = max(scores[n][0] for n in supporting)
             result.sentences.append(CheckedSentence(sentence, tuple(supporting), best, True))
             continue
         if not scores:
             result.sentences.append(CheckedSentence(sentence, (), 0.0, False, "no evidence"))
             continue
         best_n = max(scores, key=lambda n: scores[n])
-        if scores[best_n] >= max(needed, settings.unmarked_support):
-            result.sentences.append(CheckedSentence(sentence, (best_n,), scores[best_n], True))
+        if _holds(scores[best_n], max(needed, settings.unmarked_support), settings):
+            result.sentences.append(CheckedSentence(sentence, (best_n,), scores[best_n][0], True))
             continue
         reason = "cites evidence that does not support it" if cited else "cites nothing"
-        result.sentences.append(CheckedSentence(sentence, (), max(scores.values()), False, reason))
+        top = max(share for share, _ in scores.values())
+        result.sentences.append(CheckedSentence(sentence, (), top, False, reason))
     return result
