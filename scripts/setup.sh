@@ -3,24 +3,67 @@
 #   scripts/setup.sh         runtime only
 #   scripts/setup.sh --dev   plus the test and lint tools
 # Needs only Python 3.11+, a C/C++ compiler and cmake (llama-cpp-python is built from
-# source, portably, once; pip caches the wheel) and the package registries.
+# source once per set of build flags and kept in ~/.cache/citeline/wheels) and the
+# package registries.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 extras=""
 [ "${1:-}" = "--dev" ] && extras="[dev]"
 
+LLAMA_CPP_VERSION=0.3.36
+
+# llama.cpp's build flags: the instruction sets this CPU reports, and never AMX.
+# Some CPUs report AMX yet fault (SIGILL) on it inside the quantized matmul, so AMX
+# is always off; -march=native is not used (it would turn AMX on where reported).
+# AVX-512 (F/CD/VL/DQ/BW, plus VBMI, VNNI and BF16 where present) is used when the
+# CPU has it; a CPU without it gets the AVX2 build (or less, feature by feature).
+# CMAKE_ARGS in the environment replaces all of this.
+llama_cmake_args() {
+  local common="-DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_TESTS=OFF"
+  case "$(uname -m)" in
+    x86_64 | amd64) ;;
+    *) echo "$common"; return ;;
+  esac
+  local flags
+  flags=" $(grep -m1 '^flags' /proc/cpuinfo 2>/dev/null | cut -d: -f2) "
+  has() { for f in "$@"; do [[ "$flags" == *" $f "* ]] || return 1; done; }
+  onoff() { if has "$@"; then echo ON; else echo OFF; fi; }
+  local args="-DGGML_NATIVE=OFF"
+  args+=" -DGGML_SSE42=$(onoff sse4_2) -DGGML_AVX=$(onoff avx) -DGGML_AVX2=$(onoff avx2)"
+  args+=" -DGGML_FMA=$(onoff fma) -DGGML_F16C=$(onoff f16c) -DGGML_BMI2=$(onoff bmi2)"
+  if has avx512f avx512cd avx512vl avx512dq avx512bw; then
+    args+=" -DGGML_AVX512=ON -DGGML_AVX512_VBMI=$(onoff avx512vbmi)"
+    args+=" -DGGML_AVX512_VNNI=$(onoff avx512_vnni) -DGGML_AVX512_BF16=$(onoff avx512_bf16)"
+  else
+    args+=" -DGGML_AVX512=OFF"
+  fi
+  args+=" -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF"
+  echo "$args $common"
+}
+
 python3 -m venv .venv
 export PIP_DISABLE_PIP_VERSION_CHECK=1
 .venv/bin/python -m pip install --quiet --upgrade pip wheel >&2
 
-# llama.cpp built without CPU-specific instructions: some CPUs report AMX yet fault
-# on it inside the quantized matmul; AVX2/FMA/F16C are available on any x86-64 from
-# the last decade.  Only used when pip has no cached wheel of llama-cpp-python.
-export CMAKE_ARGS="${CMAKE_ARGS:--DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_TESTS=OFF}"
+export CMAKE_ARGS="${CMAKE_ARGS:-$(llama_cmake_args)}"
 export CMAKE_BUILD_PARALLEL_LEVEL="${CMAKE_BUILD_PARALLEL_LEVEL:-$(nproc)}"
-if ! .venv/bin/python -c "import llama_cpp" 2>/dev/null; then
-  echo "setup: building llama-cpp-python (first time only, 15-25 minutes on 2 cores)…" >&2
+# pip's own wheel cache does not look at CMAKE_ARGS, so the wheel is kept per set of
+# flags: a CPU with other instructions (or changed flags) builds its own, once.
+key="$(printf '%s' "$LLAMA_CPP_VERSION $CMAKE_ARGS" | sha256sum | cut -c1-12)"
+wheelhouse="${XDG_CACHE_HOME:-$HOME/.cache}/citeline/wheels/llama-cpp-python-$LLAMA_CPP_VERSION-$key"
+stamp=".venv/.llama-cpp-build"
+if [ "$(cat "$stamp" 2>/dev/null)" != "$key" ] || ! .venv/bin/python -c "import llama_cpp" 2>/dev/null; then
+  if ! ls "$wheelhouse"/llama_cpp_python-*.whl >/dev/null 2>&1; then
+    echo "setup: building llama-cpp-python $LLAMA_CPP_VERSION (once for this CPU, 10-25 minutes on 2 cores)…" >&2
+    echo "setup:   CMAKE_ARGS=$CMAKE_ARGS" >&2
+    mkdir -p "$wheelhouse.tmp"
+    .venv/bin/python -m pip wheel --quiet --no-deps --no-cache-dir --no-binary llama-cpp-python \
+      -w "$wheelhouse.tmp" "llama-cpp-python==$LLAMA_CPP_VERSION" >&2
+    rm -rf "$wheelhouse" && mv "$wheelhouse.tmp" "$wheelhouse"
+  fi
+  .venv/bin/python -m pip install --quiet --no-deps --force-reinstall "$wheelhouse"/llama_cpp_python-*.whl >&2
+  echo "$key" > "$stamp"
 fi
 .venv/bin/python -m pip install --quiet -e ".${extras}" >&2
 
