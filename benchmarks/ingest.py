@@ -24,6 +24,7 @@ import json
 import os
 import statistics
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -59,12 +60,17 @@ def main() -> None:
     parser.add_argument("--peer", action="store_true", help="compare with sentence-transformers")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.add_argument("--rounds", type=int, default=3, help="raw timings (median)")
+    parser.add_argument(
+        "--threads", type=int, default=0, help="threads for Citeline and the peer (0: default)"
+    )
     args = parser.parse_args()
     say = (lambda *_: None) if args.json else print
     result: dict[str, Any] = {"load_average_before": list(os.getloadavg())}
 
     docs = write_corpus(Path(args.work) / "docs", scientific_abstracts(args.abstracts))
     settings, _ = load_settings(docs)
+    if args.threads:
+        settings = replace(settings, embedding=replace(settings.embedding, threads=args.threads))
     models = ModelPool()
     started = time.perf_counter()
     embedder = models.embedder(settings.embedding)
@@ -82,12 +88,14 @@ def main() -> None:
     texts = texts[:256]
     tokens = sum(_model_tokens(embedder, t) for t in texts)
     embedder.embed_documents(texts[:16])  # warm up
-    times = []
+    times, cpu_times = [], []
     for _ in range(max(args.rounds, 1)):
-        started = time.perf_counter()
+        started, cpu_started = time.perf_counter(), time.process_time()
         embedder.embed_documents(texts)
         times.append(time.perf_counter() - started)
+        cpu_times.append(time.process_time() - cpu_started)
     raw_seconds = statistics.median(times)
+    cpu_seconds = statistics.median(cpu_times)
     raw_rate = len(texts) / raw_seconds
     say(
         f"raw embedding: {len(texts)} chunks, {tokens} tokens in {raw_seconds:.2f} s ="
@@ -103,23 +111,32 @@ def main() -> None:
         "times": [round(t, 3) for t in times],
         "chunks_per_s": round(raw_rate, 2),
         "tokens_per_s": round(tokens / raw_seconds, 1),
+        "cpu_seconds": round(cpu_seconds, 3),
+        "tokens_per_cpu_s": round(tokens / cpu_seconds, 1),
         "threads": getattr(embedder, "threads", None),
         "build": _build(),
+        "omp_env": {k: v for k, v in os.environ.items() if k.startswith(("OMP_", "GOMP_"))},
     }
 
     if args.peer:
         from citeline.models.minilm import minilm_source_dir
         from peer import run_peer
 
-        peer = run_peer(minilm_source_dir(), texts, rounds=max(args.rounds, 1))
+        peer = run_peer(
+            minilm_source_dir(), texts, rounds=max(args.rounds, 1), threads=args.threads
+        )
         ratio = (tokens / raw_seconds) / peer["tokens_s"]
+        cpu_ratio = (tokens / cpu_seconds) / peer["tokens_per_cpu_s"]
         say(
             f"peer (sentence-transformers {peer['sentence_transformers']}, torch {peer['torch']},"
             f" {peer['torch_threads']} threads): {peer['tokens']} tokens in"
             f" {peer['seconds']:.2f} s = {peer['chunks_s']:.1f} chunks/s,"
             f" {peer['tokens_s']:.0f} tokens/s"
         )
-        say(f"peer ratio (Citeline tokens/s / peer tokens/s): {ratio:.2f}x")
+        say(
+            f"peer ratio (Citeline tokens/s / peer tokens/s): {ratio:.2f}x;"
+            f" per CPU-second: {cpu_ratio:.2f}x"
+        )
         result["peer"] = {
             "chunks": peer["chunks"],
             "tokens": peer["tokens"],
@@ -131,8 +148,13 @@ def main() -> None:
             "torch_threads": peer["torch_threads"],
             "sentence_transformers": peer["sentence_transformers"],
             "batch_size": peer["batch_size"],
+            "cpu_seconds": round(peer["cpu_seconds"], 3),
+            "tokens_per_cpu_s": round(peer["tokens_per_cpu_s"], 1),
         }
         result["peer_ratio"] = round(ratio, 3)
+        # Tokens per CPU-second of all threads: robust to other processes' load when
+        # neither side spins; with spinning threads it counts the spinning too.
+        result["peer_ratio_per_cpu_second"] = round(cpu_ratio, 3)
         result["tokens_match"] = peer["tokens"] == tokens
 
     workspace = open_workspace(docs, settings, models)

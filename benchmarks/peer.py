@@ -40,19 +40,38 @@ def ensure_peer_python(log: object = sys.stderr) -> Path:
     print(f"peer: creating {venv} (torch 2.13.0 CPU + sentence-transformers)…", file=log)
     subprocess.run([sys.executable, "-m", "venv", "--clear", str(venv)], check=True)
     subprocess.run(
-        [str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
-         *PEER_REQUIREMENTS],
+        [
+            str(python),
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--disable-pip-version-check",
+            *PEER_REQUIREMENTS,
+        ],
         check=True,
     )
     marker.write_text(" ".join(PEER_REQUIREMENTS) + "\n")
     return python
 
 
-def run_peer(model_dir: Path, texts: list[str], rounds: int = 3, batch_size: int = 32) -> dict:
-    """Embed ``texts`` with sentence-transformers in the peer venv; its JSON report."""
+def run_peer(
+    model_dir: Path, texts: list[str], rounds: int = 3, batch_size: int = 32, threads: int = 0
+) -> dict:
+    """Embed ``texts`` with sentence-transformers in the peer venv; its JSON report.
+
+    ``threads`` 0 keeps torch's default (one per core)."""
     python = ensure_peer_python()
-    request = {"model": str(model_dir), "texts": texts, "rounds": rounds, "batch_size": batch_size}
-    env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", TOKENIZERS_PARALLELISM="false")
+    request = {
+        "model": str(model_dir),
+        "texts": texts,
+        "rounds": rounds,
+        "batch_size": batch_size,
+        "threads": threads,
+    }
+    env = dict(
+        os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", TOKENIZERS_PARALLELISM="false"
+    )
     out = subprocess.run(
         [str(python), str(Path(__file__).resolve())],
         input=json.dumps(request),
@@ -71,6 +90,8 @@ def _serve() -> None:
     import torch
     from sentence_transformers import SentenceTransformer
 
+    if request.get("threads"):
+        torch.set_num_threads(int(request["threads"]))
     started = time.perf_counter()
     model = SentenceTransformer(request["model"], device="cpu")
     load_s = time.perf_counter() - started
@@ -80,12 +101,14 @@ def _serve() -> None:
     tokens = sum(min(len(ids), window) for ids in tokenizer(texts)["input_ids"])
     batch_size = int(request.get("batch_size", 32))
     model.encode(texts[:16], batch_size=batch_size)  # warm up
-    times = []
+    times, cpu_times = [], []
     for _ in range(int(request.get("rounds", 3))):
-        started = time.perf_counter()
+        started, cpu_started = time.perf_counter(), time.process_time()
         model.encode(texts, batch_size=batch_size, convert_to_numpy=True)
         times.append(time.perf_counter() - started)
+        cpu_times.append(time.process_time() - cpu_started)
     seconds = statistics.median(times)
+    cpu_seconds = statistics.median(cpu_times)
     print(
         json.dumps(
             {
@@ -95,6 +118,8 @@ def _serve() -> None:
                 "times": times,
                 "chunks_s": len(texts) / seconds,
                 "tokens_s": tokens / seconds,
+                "cpu_seconds": cpu_seconds,
+                "tokens_per_cpu_s": tokens / cpu_seconds,
                 "load_s": load_s,
                 "max_seq_length": window,
                 "batch_size": batch_size,
