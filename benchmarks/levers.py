@@ -141,8 +141,41 @@ def build_info() -> dict[str, Any]:
 # --------------------------------------------------------------------------------------
 
 
+def pad_decodes(multiple: int) -> None:
+    """Patch the encoder so each decode's token count is a multiple of ``multiple``.
+
+    A filler sequence (its own sequence id, output discarded) tops the packed batch
+    up.  llama.cpp's attention over a packed batch has the batch's token count as a
+    matmul dimension; its tinyBLAS path needs that dimension to be a multiple of the
+    vector width (8 floats with AVX2, 16 with AVX-512) and otherwise falls back to
+    ``ggml_vec_dot_f32`` row by row.
+    """
+    import numpy as np
+
+    from citeline.core import llama_encoder
+
+    decode = llama_encoder.LlamaEncoder._decode
+
+    def padded(self: Any, group: list[int], token_lists: list[list[int]], out: Any) -> None:
+        n = sum(len(token_lists[i]) for i in group)
+        pad = -n % multiple
+        if pad == 0 or n + pad > self._n_ctx or len(group) >= self._n_seq_max:
+            decode(self, group, token_lists, out)
+            return
+        filler = [self._fallback_token] * pad
+        rows = np.empty((len(group) + 1, out.shape[1]), dtype=out.dtype)
+        local = [token_lists[i] for i in group] + [filler]
+        decode(self, list(range(len(local))), local, rows)
+        out[group] = rows[: len(group)]
+
+    llama_encoder.LlamaEncoder._decode = padded  # type: ignore[method-assign]
+
+
 def work_embed(config: dict[str, Any]) -> dict[str, Any]:
     from citeline.core.embedding import LlamaEmbedder
+
+    if config.get("pad"):
+        pad_decodes(int(config["pad"]))
 
     path = embedding_model_path(config["model"])
     texts = sample_texts(config.get("chunks", 256))
@@ -331,6 +364,9 @@ def main() -> None:
     parser.add_argument("--threads-batch", default="default")
     parser.add_argument("--budget", default="default", help="decode token budgets")
     parser.add_argument("--max-seqs", default="default")
+    parser.add_argument(
+        "--pad", default="default", help="pad each decode to a multiple of these tokens"
+    )
     parser.add_argument("--busy", default="0", help="external busy processes")
     parser.add_argument("--env", action="append", help="'VAR=VALUE ...' set per run")
     parser.add_argument("--rounds", type=int, default=3)
@@ -364,14 +400,16 @@ def main() -> None:
         _csv_ints(args.threads_batch),
         _csv_ints(args.budget),
         _csv_ints(args.max_seqs),
+        _csv_ints(args.pad),
     )
-    for busy, env_set, threads, threads_batch, budget, max_seqs in grid:
+    for busy, env_set, threads, threads_batch, budget, max_seqs, pad in grid:
         config = {
             "model": args.model,
             "threads": threads,
             "threads_batch": threads_batch,
             "budget": budget,
             "max_seqs": max_seqs,
+            "pad": pad,
             "rounds": args.rounds,
             "chunks": args.chunks,
             "window": args.window,

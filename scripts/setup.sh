@@ -13,12 +13,14 @@ extras=""
 
 LLAMA_CPP_VERSION=0.3.36
 
-# llama.cpp's build flags: the instruction sets this CPU reports, and never AMX.
-# Some CPUs report AMX yet fault (SIGILL) on it inside the quantized matmul, so AMX
-# is always off; -march=native is not used (it would turn AMX on where reported).
-# AVX-512 (F/CD/VL/DQ/BW, plus VBMI, VNNI and BF16 where present) is used when the
-# CPU has it; a CPU without it gets the AVX2 build (or less, feature by feature).
-# CMAKE_ARGS in the environment replaces all of this.
+# llama.cpp's build flags: the AVX2-class instruction sets this CPU reports (SSE4.2,
+# AVX, AVX2, FMA, F16C, BMI2; each only where present, so an older x86-64 still
+# builds), never AMX and never AVX-512.  Some CPUs report AMX yet fault (SIGILL) on it
+# inside the quantized matmul; -march=native is not used because it turns AMX on
+# wherever it is reported.  AVX-512 was measured and not taken: on a Zen 4 (AVX-512
+# F/BW/VL/VNNI/BF16) it embedded 30% slower per CPU-second than this build and
+# generated 5% faster (docs/performance.md).  CMAKE_ARGS in the environment replaces
+# all of this.
 llama_cmake_args() {
   local common="-DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_TESTS=OFF"
   case "$(uname -m)" in
@@ -27,18 +29,11 @@ llama_cmake_args() {
   esac
   local flags
   flags=" $(grep -m1 '^flags' /proc/cpuinfo 2>/dev/null | cut -d: -f2) "
-  has() { for f in "$@"; do [[ "$flags" == *" $f "* ]] || return 1; done; }
-  onoff() { if has "$@"; then echo ON; else echo OFF; fi; }
+  onoff() { if [[ "$flags" == *" $1 "* ]]; then echo ON; else echo OFF; fi; }
   local args="-DGGML_NATIVE=OFF"
   args+=" -DGGML_SSE42=$(onoff sse4_2) -DGGML_AVX=$(onoff avx) -DGGML_AVX2=$(onoff avx2)"
   args+=" -DGGML_FMA=$(onoff fma) -DGGML_F16C=$(onoff f16c) -DGGML_BMI2=$(onoff bmi2)"
-  if has avx512f avx512cd avx512vl avx512dq avx512bw; then
-    args+=" -DGGML_AVX512=ON -DGGML_AVX512_VBMI=$(onoff avx512vbmi)"
-    args+=" -DGGML_AVX512_VNNI=$(onoff avx512_vnni) -DGGML_AVX512_BF16=$(onoff avx512_bf16)"
-  else
-    args+=" -DGGML_AVX512=OFF"
-  fi
-  args+=" -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF"
+  args+=" -DGGML_AVX512=OFF -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF"
   echo "$args $common"
 }
 
