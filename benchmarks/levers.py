@@ -89,6 +89,17 @@ def q8_0_model_path() -> Path:
     return target
 
 
+def f32_model_path() -> Path:
+    """An F32 copy of the default all-MiniLM-L6-v2 GGUF (the converter with f16=False)."""
+    from citeline.models import minilm
+
+    f16 = minilm.default_embedding_model_path()
+    target = f16.with_name(f16.name.replace(".f16.gguf", ".f32.gguf"))
+    if not target.is_file():
+        minilm.convert_bert_to_gguf(minilm.minilm_source_dir(), target, f16=False)
+    return target
+
+
 def embedding_model_path(name: str) -> Path:
     if name == "f16":
         from citeline.models.minilm import default_embedding_model_path
@@ -96,6 +107,8 @@ def embedding_model_path(name: str) -> Path:
         return default_embedding_model_path()
     if name == "q8_0":
         return q8_0_model_path()
+    if name == "f32":
+        return f32_model_path()
     return Path(name).expanduser()
 
 
@@ -359,7 +372,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("kind", choices=["embed", "generate", "info", "probe-load"])
     parser.add_argument("--python", default=sys.executable, help="interpreter (a venv's build)")
-    parser.add_argument("--model", default="f16", help="f16, q8_0 or a GGUF path")
+    parser.add_argument("--model", default="f16", help="f16, f32, q8_0 or a GGUF path")
     parser.add_argument("--threads", default="2")
     parser.add_argument("--threads-batch", default="default")
     parser.add_argument("--budget", default="default", help="decode token budgets")
