@@ -11,6 +11,8 @@ editor, a browser and a compiler share the cores.
     .venv/bin/python benchmarks/levers.py embed --threads 1,2 --budget 64,256 --busy 0,1
     # the Q8_0 copy of the default model (converted once into the model cache)
     .venv/bin/python benchmarks/levers.py embed --model q8_0
+    # search's part: one short query per call, p50/p90 latency
+    .venv/bin/python benchmarks/levers.py query --threads 1,2 --env '' --env OMP_WAIT_POLICY=PASSIVE
     # generation (SmolLM2): time to first token and tokens/s
     .venv/bin/python benchmarks/levers.py generate --threads 1,2 --threads-batch 2 --busy 0,1
     # OpenMP waiting policy, set before llama_cpp is imported
@@ -227,6 +229,28 @@ def work_embed(config: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def work_query(config: dict[str, Any]) -> dict[str, Any]:
+    """Search's share of the model: one short query embedded per call (latency)."""
+    from citeline.core.embedding import LlamaEmbedder
+
+    queries = [t.split(".")[0][:80] for t in sample_texts(64)]
+    embedder = LlamaEmbedder(
+        embedding_model_path(config["model"]), max_tokens=256, n_threads=config["threads"]
+    )
+    embedder.embed_query(queries[0])
+    times = []
+    for query in queries:
+        started = time.perf_counter()
+        embedder.embed_query(query)
+        times.append(time.perf_counter() - started)
+    times.sort()
+    return {
+        "queries": len(times),
+        "query_p50_ms": round(1000 * times[len(times) // 2], 1),
+        "query_p90_ms": round(1000 * times[int(len(times) * 0.9)], 1),
+    }
+
+
 def _prompt_messages(round_no: int) -> list[dict[str, str]]:
     evidence = ""
     for path in sorted((REPO / "samples").rglob("*.md")):
@@ -312,7 +336,12 @@ def work_probe_load(config: dict[str, Any]) -> dict[str, Any]:
     return {"window_s": config["window"], "other_busy_cores": readings, "runnable_others": running}
 
 
-WORKERS = {"embed": work_embed, "generate": work_generate, "probe-load": work_probe_load}
+WORKERS = {
+    "embed": work_embed,
+    "query": work_query,
+    "generate": work_generate,
+    "probe-load": work_probe_load,
+}
 
 
 # --------------------------------------------------------------------------------------
@@ -370,7 +399,7 @@ def main() -> None:
         print(json.dumps(result))
         return
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("kind", choices=["embed", "generate", "info", "probe-load"])
+    parser.add_argument("kind", choices=["embed", "query", "generate", "info", "probe-load"])
     parser.add_argument("--python", default=sys.executable, help="interpreter (a venv's build)")
     parser.add_argument("--model", default="f16", help="f16, f32, q8_0 or a GGUF path")
     parser.add_argument("--threads", default="2")
