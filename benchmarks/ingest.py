@@ -7,14 +7,26 @@ memory.  The corpus is scientific abstracts (BEIR SciFact from ../shared/eval
 when present, else the slice in tests/fixtures) grouped into Markdown files,
 plus Citeline's own sample documents.
 
-    .venv/bin/python benchmarks/ingest.py [--abstracts 800] [--work /tmp/citeline-bench-ingest]
+``--peer`` also embeds the same chunks with sentence-transformers (PyTorch) in a
+separate virtualenv the benchmark creates once under ~/.cache/citeline/bench-peer
+(see ``peer.py``) and prints Citeline's tokens/s divided by the peer's.  Tokens are
+the model's WordPiece tokens per chunk, special tokens included, truncated at 256,
+the window both run with.  ``--json`` prints one JSON object instead of lines.
+
+    .venv/bin/python benchmarks/ingest.py [--peer] [--json] [--abstracts 800]
+        [--rounds 3] [--work /tmp/citeline-bench-ingest]
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import os
+import statistics
 import time
+from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 from citeline.app import ModelPool, open_workspace
 from citeline.core.chunking import chunk_document, embedding_text
@@ -22,19 +34,48 @@ from citeline.core.loaders import load_document
 from citeline.settings import load_settings
 from common import peak_rss_mb, scientific_abstracts, write_corpus
 
+WINDOW = 256  # all-MiniLM-L6-v2's max_seq_length, in Citeline and sentence-transformers
+
+
+def _model_tokens(embedder: Any, text: str) -> int:
+    """Tokens the model evaluates for ``text`` (special tokens included, truncated)."""
+    tokenize = getattr(embedder, "tokenize", None)
+    n = len(tokenize(text)) if tokenize else embedder.count_tokens(text) + 2
+    return min(n, WINDOW)
+
+
+def _build() -> str:
+    try:
+        import llama_cpp
+
+        return str(llama_cpp.llama_print_system_info().decode().strip())
+    except Exception as exc:  # pragma: no cover - informational only
+        return f"unknown ({exc})"
+
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--abstracts", type=int, default=800)
     parser.add_argument("--work", default="/tmp/citeline-bench-ingest")
+    parser.add_argument("--peer", action="store_true", help="compare with sentence-transformers")
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
+    parser.add_argument("--rounds", type=int, default=3, help="raw timings (median)")
+    parser.add_argument(
+        "--threads", type=int, default=0, help="threads for Citeline and the peer (0: default)"
+    )
     args = parser.parse_args()
+    say = (lambda *_: None) if args.json else print
+    result: dict[str, Any] = {"load_average_before": list(os.getloadavg())}
 
     docs = write_corpus(Path(args.work) / "docs", scientific_abstracts(args.abstracts))
     settings, _ = load_settings(docs)
+    if args.threads:
+        settings = replace(settings, embedding=replace(settings.embedding, threads=args.threads))
     models = ModelPool()
     started = time.perf_counter()
     embedder = models.embedder(settings.embedding)
-    print(f"model load: {time.perf_counter() - started:.2f} s ({embedder.name})")
+    load_seconds = time.perf_counter() - started
+    say(f"model load: {load_seconds:.2f} s ({embedder.name})")
 
     # Raw: the embedding texts of the first files, straight into the model.
     texts: list[str] = []
@@ -45,27 +86,98 @@ def main() -> None:
             for c in chunk_document(document, settings.chunking)
         ]
     texts = texts[:256]
-    tokens = sum(min(embedder.count_tokens(t), 256) for t in texts)
-    embedder.embed_documents(texts[:8])  # warm up
-    started = time.perf_counter()
-    embedder.embed_documents(texts)
-    raw_seconds = time.perf_counter() - started
+    tokens = sum(_model_tokens(embedder, t) for t in texts)
+    embedder.embed_documents(texts[:16])  # warm up
+    times, cpu_times = [], []
+    for _ in range(max(args.rounds, 1)):
+        started, cpu_started = time.perf_counter(), time.process_time()
+        embedder.embed_documents(texts)
+        times.append(time.perf_counter() - started)
+        cpu_times.append(time.process_time() - cpu_started)
+    raw_seconds = statistics.median(times)
+    cpu_seconds = statistics.median(cpu_times)
     raw_rate = len(texts) / raw_seconds
-    print(
+    say(
         f"raw embedding: {len(texts)} chunks, {tokens} tokens in {raw_seconds:.2f} s ="
         f" {raw_rate:.1f} chunks/s, {tokens / raw_seconds:.0f} tokens/s"
+        f" ({getattr(embedder, 'threads', '?')} threads)"
     )
+    result["citeline"] = {
+        "model": embedder.name,
+        "load_seconds": round(load_seconds, 3),
+        "chunks": len(texts),
+        "tokens": tokens,
+        "seconds": round(raw_seconds, 3),
+        "times": [round(t, 3) for t in times],
+        "chunks_per_s": round(raw_rate, 2),
+        "tokens_per_s": round(tokens / raw_seconds, 1),
+        "cpu_seconds": round(cpu_seconds, 3),
+        "tokens_per_cpu_s": round(tokens / cpu_seconds, 1),
+        "threads": getattr(embedder, "threads", None),
+        "build": _build(),
+        "omp_env": {k: v for k, v in os.environ.items() if k.startswith(("OMP_", "GOMP_"))},
+    }
+
+    if args.peer:
+        from citeline.models.minilm import minilm_source_dir
+        from peer import run_peer
+
+        peer = run_peer(
+            minilm_source_dir(), texts, rounds=max(args.rounds, 1), threads=args.threads
+        )
+        ratio = (tokens / raw_seconds) / peer["tokens_s"]
+        cpu_ratio = (tokens / cpu_seconds) / peer["tokens_per_cpu_s"]
+        say(
+            f"peer (sentence-transformers {peer['sentence_transformers']}, torch {peer['torch']},"
+            f" {peer['torch_threads']} threads): {peer['tokens']} tokens in"
+            f" {peer['seconds']:.2f} s = {peer['chunks_s']:.1f} chunks/s,"
+            f" {peer['tokens_s']:.0f} tokens/s"
+        )
+        say(
+            f"peer ratio (Citeline tokens/s / peer tokens/s): {ratio:.2f}x;"
+            f" per CPU-second: {cpu_ratio:.2f}x"
+        )
+        result["peer"] = {
+            "chunks": peer["chunks"],
+            "tokens": peer["tokens"],
+            "seconds": round(peer["seconds"], 3),
+            "times": [round(t, 3) for t in peer["times"]],
+            "chunks_per_s": round(peer["chunks_s"], 2),
+            "tokens_per_s": round(peer["tokens_s"], 1),
+            "torch": peer["torch"],
+            "torch_threads": peer["torch_threads"],
+            "sentence_transformers": peer["sentence_transformers"],
+            "batch_size": peer["batch_size"],
+            "cpu_seconds": round(peer["cpu_seconds"], 3),
+            "tokens_per_cpu_s": round(peer["tokens_per_cpu_s"], 1),
+        }
+        result["peer_ratio"] = round(ratio, 3)
+        # Tokens per CPU-second of all threads: robust to other processes' load when
+        # neither side spins; with spinning threads it counts the spinning too.
+        result["peer_ratio_per_cpu_second"] = round(cpu_ratio, 3)
+        result["tokens_match"] = peer["tokens"] == tokens
 
     workspace = open_workspace(docs, settings, models)
     cold = workspace.update()
     rate = cold.embedded / cold.seconds
-    print(
+    say(
         f"cold index: {cold.files} files, {cold.chunks} chunks in {cold.seconds:.2f} s ="
         f" {rate:.1f} chunks/s ({rate / raw_rate:.0%} of raw)"
     )
+    result["cold_index"] = {
+        "files": cold.files,
+        "chunks": cold.chunks,
+        "embedded": cold.embedded,
+        "seconds": round(cold.seconds, 3),
+        "chunks_per_s": round(rate, 2),
+    }
+    result["raw_chunks_per_s"] = round(raw_rate, 2)
+    result["end_to_end_chunks_per_s"] = round(rate, 2)
+    result["end_to_end_vs_raw"] = round(rate / raw_rate, 3)
 
     noop = workspace.update()
-    print(f"no-change re-index: {noop.seconds * 1000:.0f} ms (embedded {noop.embedded})")
+    say(f"no-change re-index: {noop.seconds * 1000:.0f} ms (embedded {noop.embedded})")
+    result["no_change"] = {"ms": round(noop.seconds * 1000, 1), "embedded": noop.embedded}
 
     target = sorted(docs.glob("papers-*.md"))[len(list(docs.glob("papers-*.md"))) // 2]
     text = target.read_text()
@@ -77,14 +189,17 @@ def main() -> None:
     target.write_text(edited)
     started = time.perf_counter()
     edit = workspace.update()
-    print(
-        f"one-paragraph edit: {(time.perf_counter() - started) * 1000:.0f} ms"
-        f" (embedded {edit.embedded}, reused {edit.reused})"
-    )
+    edit_ms = (time.perf_counter() - started) * 1000
+    say(f"one-paragraph edit: {edit_ms:.0f} ms (embedded {edit.embedded}, reused {edit.reused})")
+    result["edit"] = {"ms": round(edit_ms, 1), "embedded": edit.embedded, "reused": edit.reused}
     target.write_text(text)
     workspace.update()
     workspace.close()
-    print(f"peak memory: {peak_rss_mb():.0f} MiB")
+    say(f"peak memory: {peak_rss_mb():.0f} MiB")
+    result["peak_memory_mib"] = round(peak_rss_mb())
+    result["load_average_after"] = list(os.getloadavg())
+    if args.json:
+        print(json.dumps(result))
 
 
 if __name__ == "__main__":
