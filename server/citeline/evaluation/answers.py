@@ -15,6 +15,8 @@ mode (the workspace's settings with ``answer.mode`` set), and each mode reports:
   with no sources (the documents do not answer them) refusal ``precision`` and
   ``recall``;
 - ``fallback``: generative asks that answered extractively, by reason;
+- ``off_topic_refused``: general-knowledge questions the documents do not cover
+  (``off_topic.py``), asked through the whole flow;
 - answer time p50/p95, total and after retrieval, in seconds.
 """
 
@@ -30,6 +32,7 @@ from citeline.core.answering.flow import EXTRACTIVE, GENERATIVE
 from citeline.core.answering.results import Answer
 from citeline.core.answering.verification import VerifySettings, verify
 from citeline.evaluation.datasets import EvalQuery, EvalSet
+from citeline.evaluation.off_topic import OFF_TOPIC_QUESTIONS
 
 MODES = (EXTRACTIVE, GENERATIVE)
 Progress = Callable[[int, int, str], None]
@@ -154,7 +157,11 @@ def run_answers(
                 done += 1
                 if progress:
                     progress(done, steps, f"{mode} {query.id}")
-            out[mode] = tally.report()
+            off_topic = sum(workspace.ask(q).refused for q in OFF_TOPIC_QUESTIONS)
+            out[mode] = {
+                **tally.report(),
+                "off_topic_refused": round(off_topic / len(OFF_TOPIC_QUESTIONS), 4),
+            }
     finally:
         workspace.settings = original
     return out

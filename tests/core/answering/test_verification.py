@@ -96,3 +96,8 @@ def test_a_claim_joining_two_sentences_of_a_block_is_supported() -> None:
 def test_nothing_supported_leaves_nothing() -> None:
     checked = verify("I like trains a lot [1].", BLOCKS, VerifySettings())
     assert checked.kept == [] and checked.text() == ""
+
+
+def test_a_quoted_fragment_of_the_cited_block_is_supported() -> None:
+    checked = verify("index.sqlite3. [1]", BLOCKS, VerifySettings())
+    assert [(s.kept, s.cited) for s in checked.sentences] == [(True, (1,))]

@@ -149,12 +149,21 @@ def _holds(score: tuple[float, float], floor: float, settings: VerifySettings) -
     return share >= floor and order >= settings.order
 
 
+def _flat(text: str) -> str:
+    return " ".join(text.split())
+
+
 def verify(text: str, evidence: Sequence[Evidence], settings: VerifySettings) -> Verified:
     by_n = {e.n: block_spans(e) for e in evidence}
+    texts = {e.n: _flat(e.hit.chunk.text) for e in evidence}
     result = Verified()
     for sentence, markers in generated_sentences(text):
         terms = keywords.terms(sentence)
         cited = [n for n in dict.fromkeys(markers) if n in by_n]
+        quoting = [n for n in cited if _flat(sentence) in texts[n]]
+        if quoting:  # the cited block's own words, however short
+            result.sentences.append(CheckedSentence(sentence, tuple(quoting), 1.0, True))
+            continue
         if len(set(terms)) < 2:
             result.sentences.append(CheckedSentence(sentence, (), 0.0, False, "no claim"))
             continue
