@@ -23,12 +23,12 @@ import time
 from pathlib import Path
 
 from citeline.app import ModelPool, open_workspace
-from citeline.core import keywords
 from citeline.core.answering.evidence import is_evidence
 from citeline.core.answering.settings import AnswerSettings
 from citeline.core.chunking import ChunkSettings
 from citeline.core.documents import Hit
 from citeline.core.retrieval import rrf
+from citeline.core.scripts import is_cjk
 from citeline.evaluation import datasets, runner
 from citeline.evaluation.metrics import METRICS, average
 from citeline.evaluation.off_topic import OFF_TOPIC_QUESTIONS
@@ -125,7 +125,7 @@ def main() -> None:
     off = [retriever.search(text, k=8) for text in OFF_TOPIC_QUESTIONS]
 
     def refused(top: list[Hit], settings: AnswerSettings, question: str) -> bool:
-        cjk = keywords.is_cjk(question)
+        cjk = is_cjk(question)
         return not any(is_evidence(h, settings, cjk) for h in top[:8])
 
     sweep = []

@@ -28,12 +28,3 @@ def test_full_width_forms_are_normalised() -> None:
 
 def test_query_terms_are_distinct() -> None:
     assert query_terms("index the index") == ["index"]
-
-
-def test_cjk_detection_allows_latin_names() -> None:
-    from citeline.core.keywords import is_cjk
-
-    assert is_cjk("索引保存在哪里？")
-    assert is_cjk("Stam1na的主唱是谁？")
-    assert not is_cjk("What does 索引 mean in Citeline?")
-    assert not is_cjk("plain English")

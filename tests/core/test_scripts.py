@@ -1,6 +1,7 @@
-"""Writing systems and the question's language."""
+"""Writing systems and the question's language: the CJK sets, each with one home."""
 
-from citeline.core.scripts import detect_language, is_cjk
+from citeline.core import chunking, keywords
+from citeline.core.scripts import CJK_RUN, WIDE_CHAR, cjk_count, detect_language, is_cjk
 
 
 def test_language_detection() -> None:
@@ -15,3 +16,19 @@ def test_cjk_means_mostly_cjk() -> None:
     assert is_cjk("Stam1na的主唱是谁？")
     assert not is_cjk("What does 索引 mean?")
     assert not is_cjk("plain English")
+
+
+def test_fullwidth_forms_are_wide_but_not_cjk_words() -> None:
+    # Fullwidth Latin costs a token per character when chunking, but is not a CJK run:
+    # keyword terms see it after NFKC, as Latin.
+    assert WIDE_CHAR.match("Ｆ") and not CJK_RUN.match("Ｆ")
+    assert WIDE_CHAR.match("索") and CJK_RUN.match("索")
+    assert not WIDE_CHAR.match("F")
+    assert cjk_count("ＦＡＩＳＳ索引") == 2
+
+
+def test_chunk_costs_and_keyword_terms_use_these_sets() -> None:
+    assert chunking.text_cost("ab") == 2
+    assert chunking.text_cost("索引") == 8
+    assert chunking.text_cost("ＦＡ") == 8  # fullwidth: one token each, like CJK
+    assert keywords.terms("使用FAISS索引") == ["使用", "faiss", "索引"]

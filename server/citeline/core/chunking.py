@@ -20,10 +20,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from citeline.core.documents import SECTION_SEPARATOR, Block, Chunk, SourceDocument
+from citeline.core.scripts import WIDE_CHAR
 
-_CJK = re.compile(
-    r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\uff00-\uffef]"
-)
 # A sentence ends after . ! ? (followed by whitespace) or after a CJK full stop,
 # exclamation, question mark or semicolon (no space needed).
 _SENTENCE_END = re.compile(r"(?<=[.!?])[\"')\]]*\s+|(?<=[。！？；])[”’」』）]*")
@@ -43,7 +41,7 @@ class ChunkSettings:
 
 def text_cost(text: str) -> int:
     """Approximate embedding tokens × 4: characters, with CJK characters weighted 4."""
-    return len(text) + 3 * len(_CJK.findall(text))
+    return len(text) + 3 * len(WIDE_CHAR.findall(text))
 
 
 @dataclass(frozen=True)
@@ -155,7 +153,7 @@ def _cut_point(text: str, max_cost: int) -> int:
     cost = 0
     last_space = -1
     for position, char in enumerate(text):
-        cost += 4 if _CJK.match(char) else 1
+        cost += 4 if WIDE_CHAR.match(char) else 1
         if cost > max_cost:
             return last_space + 1 if last_space > 0 else max(position, 1)
         if char.isspace():

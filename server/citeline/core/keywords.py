@@ -21,9 +21,10 @@ from functools import lru_cache
 
 import snowballstemmer
 
+from citeline.core.scripts import CJK_RUN
+
 VERSION = "kw1"
 
-_CJK_RUN = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]+")
 # A word, or words joined by identifier punctuation.
 _TOKEN = re.compile(r"[^\W_]+(?:[-_./:]+[^\W_]+)*", re.UNICODE)
 _PART = re.compile(r"[^\W_]+", re.UNICODE)
@@ -99,7 +100,7 @@ def terms(text: str) -> list[str]:
     text = unicodedata.normalize("NFKC", text).lower()
     out: list[str] = []
     position = 0
-    for match in _CJK_RUN.finditer(text):
+    for match in CJK_RUN.finditer(text):
         _latin_terms(text[position : match.start()], out)
         _cjk_terms(match.group(0), out)
         position = match.end()
@@ -125,18 +126,6 @@ def identifier_terms(text: str) -> set[str]:
         elif parts and parts[0] not in STOP_WORDS:
             out.add(_stem(parts[0]) if parts[0].isalpha() else parts[0])
     return out
-
-
-def is_cjk(text: str) -> bool:
-    """Mostly Chinese, Japanese or Korean.
-
-    A CJK character carries about as much as a short Latin word, so a text counts
-    as CJK when its CJK characters are at least a third as many as its Latin
-    letters: "Stam1na的主唱是谁？" is Chinese, "What does 索引 mean?" is not.
-    """
-    cjk = sum(len(run) for run in _CJK_RUN.findall(text))
-    latin = sum(1 for ch in text if ch.isascii() and ch.isalpha())
-    return cjk > 0 and 3 * cjk >= latin
 
 
 def query_terms(text: str) -> list[str]:

@@ -87,7 +87,13 @@ def _is_bert_punctuation(char: str) -> bool:
     return unicodedata.category(char).startswith("P")
 
 
-def _is_cjk(code: int) -> bool:
+def _is_bert_chinese_char(code: int) -> bool:
+    """HF BasicTokenizer's ``_is_chinese_char``, code point for code point.
+
+    Deliberately not ``citeline.core.scripts``: WordPiece ids must match HF's, so this
+    follows HF's definition (CJK Unified Ideographs and extensions only; kana and
+    Hangul are not split per character), whatever Citeline's own script rules are.
+    """
     return (
         0x4E00 <= code <= 0x9FFF
         or 0x3400 <= code <= 0x4DBF
@@ -115,7 +121,7 @@ def _unk_long_words(run: str, unk: str) -> str:
             length = 0
 
     for char in run:
-        if _is_bert_punctuation(char) or _is_cjk(ord(char)):
+        if _is_bert_punctuation(char) or _is_bert_chinese_char(ord(char)):
             flush()
             parts.append(char)
         else:

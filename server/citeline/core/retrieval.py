@@ -35,6 +35,7 @@ from citeline.core.documents import Hit
 from citeline.core.embedding import Embedder
 from citeline.core.index import DocumentIndex
 from citeline.core.reranking import Reranker
+from citeline.core.scripts import is_cjk
 
 log = logging.getLogger(__name__)
 
@@ -125,7 +126,7 @@ class Retriever:
         depth = max(k, self.rerank_candidates) if reranker else k
         settings = self.settings
         mode = mode or settings.mode
-        if mode == "hybrid" and not settings.dense_for_cjk and keywords.is_cjk(query):
+        if mode == "hybrid" and not settings.dense_for_cjk and is_cjk(query):
             mode = "keyword"
         pool = max(settings.candidates, 2 * depth)
         dense_scores: dict[int, float] = {}
@@ -180,7 +181,7 @@ class Retriever:
             dense_scores.update(self.index.vectors.similarity(vector, missing))
             if not self.settings.dense_for_cjk:  # an English model's cosine means nothing there
                 for cid, found in chunks.items():
-                    if keywords.is_cjk(found.text):
+                    if is_cjk(found.text):
                         dense_scores.pop(cid, None)
         hits: list[Hit] = []
         seen: set[str] = set()

@@ -9,11 +9,26 @@ from __future__ import annotations
 
 import re
 
+_CJK_RANGES = r"\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
+
 #: Han (with extension A and compatibility ideographs), kana and Hangul syllables:
 #: the characters that carry a word's worth of meaning each and are written
-#: without spaces between words.
-CJK_CHAR = r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]"
+#: without spaces between words.  Keyword terms (CJK bigrams), answer units and
+#: language detection use this set.
+CJK_CHAR = f"[{_CJK_RANGES}]"
 CJK_RUN = re.compile(CJK_CHAR + "+")
+
+#: :data:`CJK_CHAR` plus the halfwidth and fullwidth forms (U+FF00-FFEF: fullwidth
+#: Latin letters, digits and punctuation, halfwidth kana): characters set in a
+#: CJK-width cell.  Chunk sizes count each as one embedding token (the chunk cost,
+#: part of the index identity), and a PDF line break between two of them is
+#: joined without a space.
+WIDE_CHAR = re.compile(rf"[{_CJK_RANGES}\uff00-\uffef]")
+
+#: The rule HF's BERT tokenizer uses for "Chinese characters" (CJK Unified
+#: Ideographs and their extensions, no kana or Hangul) lives with the WordPiece
+#: normalisation (``citeline.backends.llama.wordpiece``): it must match HF's
+#: definition exactly, code point for code point, whatever Citeline's own rules say.
 _KANA = re.compile(r"[\u3040-\u30ff]")
 _HANGUL = re.compile(r"[\uac00-\ud7af]")
 

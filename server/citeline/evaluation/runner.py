@@ -17,10 +17,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from citeline.app import Workspace
-from citeline.core import keywords
 from citeline.core.answering.evidence import is_evidence
 from citeline.core.answering.settings import AnswerSettings
 from citeline.core.documents import Hit
+from citeline.core.scripts import is_cjk
 from citeline.evaluation.datasets import EvalQuery, EvalSet
 from citeline.evaluation.metrics import METRICS, average
 
@@ -153,7 +153,7 @@ def refusal_rates(
     queries = [q for q in evalset.queries if q.relevant]
     for query in queries:
         hits = result.per_query[query.id].hits
-        cjk = keywords.is_cjk(query.text)
+        cjk = is_cjk(query.text)
         top = hits[:candidates]
         if not any(is_evidence(h, settings, cjk) for h in top):
             answerable += 1
@@ -173,6 +173,6 @@ def off_topic_refused(
     refused = 0
     for question in questions:
         hits = workspace.retriever.search(question, k=candidates)
-        if not any(is_evidence(h, settings, keywords.is_cjk(question)) for h in hits):
+        if not any(is_evidence(h, settings, is_cjk(question)) for h in hits):
             refused += 1
     return round(refused / max(1, len(questions)), 4)

@@ -51,6 +51,7 @@ from pathlib import PurePosixPath
 from typing import Any
 
 from citeline.core.documents import Block, LoadError, SourceDocument
+from citeline.core.scripts import WIDE_CHAR
 
 logger = logging.getLogger(__name__)
 
@@ -84,9 +85,6 @@ _EDGE_ZONE = 0.15  # share of the page height at the top and bottom where they m
 _TITLE_SIZE_RATIO = 1.25
 _DIGITS = re.compile(r"\d+")
 _NOT_WORD = re.compile(r"\W+")
-_CJK = re.compile(
-    r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\uff00-\uffef]"
-)
 _FILE_NAME_TITLE = re.compile(
     r"\.(?:docx?|pdf|tex|dvi|ps|odt|rtf|pptx?|xlsx?|indd|pages|key|txt|md|html?)$",
     re.IGNORECASE,
@@ -272,7 +270,7 @@ def _unwrap(lines: list[str]) -> str:
                 out = out[:-1] + line
             else:
                 out += line
-        elif _CJK.match(out[-1]) and _CJK.match(line[0]):
+        elif WIDE_CHAR.match(out[-1]) and WIDE_CHAR.match(line[0]):
             out += line
         else:
             out += " " + line
