@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable
 
 from citeline.app import make_embedder, make_generator
-from citeline.core import cpu_share
+from citeline.backends.llama import cpu_share
 from citeline.settings import EmbeddingSettings, GenerationSettings
 from common import scientific_abstracts
 

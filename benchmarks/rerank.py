@@ -21,8 +21,8 @@ import time
 from pathlib import Path
 
 from citeline.app import ModelPool, open_workspace
+from citeline.backends.llama.reranker import LlamaReranker
 from citeline.core.chunking import embedding_text
-from citeline.core.reranking import LlamaReranker
 from citeline.models.minilm import convert_bert_to_gguf
 from citeline.settings import load_settings
 from common import REPO, peak_rss_mb, scientific_abstracts, write_corpus

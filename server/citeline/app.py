@@ -13,16 +13,19 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from citeline.backends.llama.embedder import LlamaEmbedder
+from citeline.backends.llama.generator import LlamaGenerator
+from citeline.backends.llama.reranker import LlamaReranker
 from citeline.core.answering.flow import EXTRACTIVE, GENERATIVE, AskContext, ask
 from citeline.core.answering.results import Answer
 from citeline.core.answering.scoring import UnitScorer
 from citeline.core.documents import Hit
-from citeline.core.embedding import Embedder, LlamaEmbedder
-from citeline.core.generation import Generator, LlamaGenerator
+from citeline.core.embedding import Embedder
+from citeline.core.generation import Generator
 from citeline.core.index import DocumentIndex, IndexIdentity
 from citeline.core.ingest import Ingestor, IngestReport, ProgressCallback, plan_changes
 from citeline.core.records import record_ask
-from citeline.core.reranking import LlamaReranker, Reranker
+from citeline.core.reranking import Reranker
 from citeline.core.retrieval import Retriever
 from citeline.settings import EmbeddingSettings, GenerationSettings, RerankingSettings, Settings
 

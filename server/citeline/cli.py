@@ -480,8 +480,8 @@ def _parser() -> argparse.ArgumentParser:
 
 def _expected_errors() -> tuple[type[BaseException], ...]:
     from citeline.app import WorkspaceError
-    from citeline.core.generation import GenerationError
-    from citeline.core.llama_encoder import LlamaModelError
+    from citeline.backends.llama.encoder import LlamaModelError
+    from citeline.backends.llama.generator import GenerationError
     from citeline.core.store import StoreError
     from citeline.models import ModelError
 

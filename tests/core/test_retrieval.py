@@ -11,9 +11,10 @@ from pathlib import Path
 import pytest
 
 from citeline.app import ModelPool, Workspace, open_workspace
+from citeline.backends.llama.reranker import RerankError
 from citeline.core.chunking import embedding_text
 from citeline.core.documents import Hit
-from citeline.core.reranking import Reranker, RerankError
+from citeline.core.reranking import Reranker
 from citeline.core.retrieval import Retriever, bm25_idf, rrf
 from citeline.settings import RerankingSettings, Settings, load_settings
 from conftest import CountingEmbedder

@@ -15,8 +15,8 @@ import numpy as np
 import pytest
 from reference_bert import ReferenceBert
 
-from citeline.core.embedding import EmbeddingError, LlamaEmbedder
-from citeline.core.reranking import LlamaReranker, RerankError
+from citeline.backends.llama.embedder import EmbeddingError, LlamaEmbedder
+from citeline.backends.llama.reranker import LlamaReranker, RerankError
 from citeline.models.minilm import convert_bert_to_gguf, default_embedding_model_path
 
 QUESTION = "How do I rebuild the index after changing the embedding model?"

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from citeline.core.embedding import EmbeddingError, LlamaEmbedder
+from citeline.backends.llama.embedder import EmbeddingError, LlamaEmbedder
 from citeline.models import ModelError, minilm
 from citeline.models.minilm import (
     CONVERTER_VERSION,
@@ -100,7 +100,7 @@ SENTENCES = [
 ]
 
 # Where llama.cpp's own BERT tokenizer departs from HF's; LlamaEmbedder rewrites its
-# input (citeline.core.embedding.wordpiece_compatible) so the ids match again.
+# input (citeline.backends.llama.wordpiece.wordpiece_compatible) so the ids match again.
 COMPAT_SENTENCES = [
     "한국어 문장도 검색할 수 있어야 합니다.",  # HF's NFD splits Hangul into jamo
     "vertical\x0btab, form\x0cfeed and next\x85line controls",  # HF deletes them

@@ -1,27 +1,14 @@
-"""Text generation: the Generator protocol and its llama.cpp implementation.
+"""Writing the answer: the :class:`Generator` protocol the answer stage depends on.
 
-The generator streams text pieces for a chat (system + user messages), formatted
-with the model's own chat template from its GGUF metadata.  ``should_stop`` is
-polled between tokens, which is how timeouts and cancellation stop it.  Model
-objects must be used from one thread.
+A generator streams text pieces for a chat (system + user messages); ``should_stop``
+is polled between tokens, which is how timeouts and cancellation stop it.  The
+implementation on llama.cpp is ``citeline.backends.llama.generator``.
 """
 
 from __future__ import annotations
 
-import logging
-import os
 from collections.abc import Callable, Iterator, Sequence
-from pathlib import Path
 from typing import Protocol
-
-from citeline.core.cpu_share import CPU, ThreadLimit
-from citeline.core.llama_encoder import prepare_llama
-
-log = logging.getLogger(__name__)
-
-
-class GenerationError(Exception):
-    """The generation model cannot be loaded or failed; one line naming the file."""
 
 
 class Generator(Protocol):
@@ -41,83 +28,3 @@ class Generator(Protocol):
         temperature: float,
         should_stop: Callable[[], bool],
     ) -> Iterator[str]: ...
-
-
-class LlamaGenerator:
-    """A GGUF chat model through llama-cpp-python, loaded once and kept."""
-
-    def __init__(
-        self,
-        model_path: Path,
-        *,
-        context_size: int = 2048,
-        n_threads: int | None = None,
-        seed: int = 0,
-    ) -> None:
-        if not model_path.is_file():
-            raise GenerationError(f"generation model {model_path} does not exist")
-        try:
-            import llama_cpp
-            from llama_cpp import Llama
-
-            prepare_llama(llama_cpp)  # llama.cpp's own logging silenced, once
-            threads = n_threads or len(os.sched_getaffinity(0))
-            self._llm = Llama(
-                model_path=str(model_path),
-                n_ctx=context_size,
-                n_threads=threads,
-                n_threads_batch=threads,
-                seed=seed,
-                verbose=False,
-            )
-        except (ValueError, RuntimeError, OSError) as exc:
-            raise GenerationError(
-                f"cannot load generation model {model_path}: {str(exc).splitlines()[0]}"
-            ) from exc
-        self._path = model_path
-        self._context = int(self._llm.n_ctx())
-        ctx = self._llm._ctx.ctx  # llama-cpp-python's context pointer
-        self._thread_limit = ThreadLimit(
-            self, threads, lambda n: llama_cpp.llama_set_n_threads(ctx, n, n)
-        )
-
-    @property
-    def name(self) -> str:
-        return self._path.name
-
-    @property
-    def context_size(self) -> int:
-        return self._context
-
-    def count_tokens(self, text: str) -> int:
-        return len(self._llm.tokenize(text.encode("utf-8"), add_bos=False, special=False))
-
-    def stream_chat(
-        self,
-        messages: Sequence[dict[str, str]],
-        *,
-        max_tokens: int,
-        temperature: float,
-        should_stop: Callable[[], bool],
-    ) -> Iterator[str]:
-        try:
-            with CPU.busy(self):
-                self._thread_limit.fit()  # this model's share of the cores
-                stream = self._llm.create_chat_completion(
-                    messages=list(messages),  # type: ignore[arg-type]
-                    max_tokens=max_tokens,
-                    temperature=temperature,
-                    top_p=0.9,
-                    repeat_penalty=1.1,
-                    stream=True,
-                )
-                for part in stream:
-                    if should_stop():
-                        return
-                    delta = part["choices"][0]["delta"]  # type: ignore[index]
-                    piece = delta.get("content") if isinstance(delta, dict) else None
-                    if piece:
-                        yield str(piece)
-                    self._thread_limit.fit()  # before the next token is computed
-        except (ValueError, RuntimeError) as exc:
-            raise GenerationError(f"generation with {self.name} failed: {exc}") from exc

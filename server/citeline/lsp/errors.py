@@ -11,8 +11,8 @@ from typing import Any, ParamSpec, TypeVar
 from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
 
 from citeline.app import WorkspaceError
-from citeline.core.generation import GenerationError
-from citeline.core.llama_encoder import LlamaModelError
+from citeline.backends.llama.encoder import LlamaModelError
+from citeline.backends.llama.generator import GenerationError
 from citeline.core.store import StoreError
 from citeline.lsp.workers import WorkerStopped
 from citeline.models import ModelError

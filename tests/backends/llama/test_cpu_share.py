@@ -9,8 +9,9 @@ import time
 import numpy as np
 import pytest
 
-from citeline.core.cpu_share import CPU, CpuShare, ExternalLoad, ThreadLimit
-from citeline.core.embedding import Embedder, LlamaEmbedder
+from citeline.backends.llama.cpu_share import CPU, CpuShare, ExternalLoad, ThreadLimit
+from citeline.backends.llama.embedder import LlamaEmbedder
+from citeline.core.embedding import Embedder
 from citeline.core.generation import Generator
 
 

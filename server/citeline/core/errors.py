@@ -1,0 +1,12 @@
+"""The one base class for problems a backend reports to the user.
+
+A model file that is missing, not GGUF or the wrong kind, an index database that
+is damaged: each backend raises a subclass of :class:`BackendError` whose message
+is one line naming the file, fit to show as is.  The front ends treat every
+``BackendError`` as expected (``citeline.service.errors``): a one-line message,
+never a traceback.
+"""
+
+
+class BackendError(Exception):
+    """A backend (a model, an index store) cannot be loaded or run; one line for the user."""
