@@ -132,25 +132,18 @@ def build_index(docs: Path, synthetic: bool) -> None:
             [sys.executable, "-m", "citeline.cli", "index", "--docs", str(docs)], check=True
         )
         return
-    from citeline.app import make_embedder
-    from citeline.core.index import DocumentIndex, IndexIdentity
-    from citeline.core.ingest import Ingestor
+    from citeline.app import ModelPool, make_embedder, open_workspace
     from citeline.settings import load_settings
 
     print(f"indexing {docs} with synthetic vectors (first run only)…", flush=True)
     settings, _ = load_settings(docs)
-    real = make_embedder(settings.embedding)
-    identity = IndexIdentity(
-        embedder_fingerprint=real.fingerprint,
-        embedder_name=real.name,
-        dimension=real.dimension,
-        chunking=settings.chunking,
-    )
-    index = DocumentIndex(docs, settings.index_dir(docs), identity)
+    synthetic_embedder = HashingEmbedder(make_embedder(settings.embedding))
+    models = ModelPool(embedders={settings.embedding: synthetic_embedder})
+    workspace = open_workspace(docs, settings, models)
     try:
-        report = Ingestor(index, HashingEmbedder(real), settings.chunking).run()  # type: ignore[arg-type]
+        report = workspace.update()
     finally:
-        index.close()
+        workspace.close()
     print(f"  {report.files} files, {report.chunks} chunks", flush=True)
 
 

@@ -13,6 +13,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from citeline.backends.embedded import EmbeddedIndex
+from citeline.backends.faiss import FaissVectorIndex
 from citeline.backends.llama.embedder import LlamaEmbedder
 from citeline.backends.llama.generator import LlamaGenerator
 from citeline.backends.llama.reranker import LlamaReranker
@@ -23,10 +25,11 @@ from citeline.core.documents import Hit
 from citeline.core.embedding import Embedder
 from citeline.core.generation import Generator
 from citeline.core.index import DocumentIndex, IndexIdentity
-from citeline.core.ingest import Ingestor, IngestReport, ProgressCallback, plan_changes
+from citeline.core.ingest import Ingestor, IngestReport, ProgressCallback
 from citeline.core.records import record_ask
 from citeline.core.reranking import Reranker
 from citeline.core.retrieval import Retriever
+from citeline.core.walking import DocumentFilter
 from citeline.settings import EmbeddingSettings, GenerationSettings, RerankingSettings, Settings
 
 log = logging.getLogger(__name__)
@@ -138,6 +141,7 @@ class Workspace:
     """One documents folder with its index, ready to update, search and answer."""
 
     docs_root: Path
+    index_dir: Path
     settings: Settings
     models: ModelPool
     embedder: Embedder
@@ -163,8 +167,7 @@ class Workspace:
         progress: ProgressCallback | None = None,
         cancelled: Callable[[], bool] | None = None,
     ) -> IngestReport:
-        plan = plan_changes(self.index, paths)
-        return self.ingestor.run(plan, progress=progress, cancelled=cancelled)
+        return self.ingestor.update(paths, progress=progress, cancelled=cancelled)
 
     def generator(self) -> Generator:
         return self.models.generator(self.settings.generation)
@@ -203,11 +206,16 @@ class Workspace:
                 models["reranking"] = reranker
             if answer.generator_called:
                 models["generation"] = (generator or self.generator)().name
-            record_ask(self.index.index_dir, answer, models)
+            record_ask(self.index_dir, answer, models)
         return answer
 
     def close(self) -> None:
         self.index.close()
+
+
+def open_index(index_dir: Path, identity: IndexIdentity) -> DocumentIndex:
+    """A folder's index: the embedded backend (SQLite + FAISS) in ``index_dir``."""
+    return EmbeddedIndex(index_dir, identity, FaissVectorIndex)
 
 
 def open_workspace(
@@ -226,17 +234,18 @@ def open_workspace(
     )
     index_dir = settings.index_dir(docs_root)
     try:
-        index = DocumentIndex(docs_root, index_dir, identity)
+        index = open_index(index_dir, identity)
     except OSError as exc:
         raise WorkspaceError(f"cannot open index at {index_dir}: {exc.strerror or exc}") from exc
     ingestor = Ingestor(
         index,
         embedder,
         settings.chunking,
+        DocumentFilter(docs_root, index_dir),
         max_file_bytes=int(settings.index.max_file_mb * 1024 * 1024),
     )
     reranker = functools.partial(models.reranker, settings.reranking)  # loaded on first use
     retriever = Retriever(
         index, embedder, settings.retrieval, reranker, settings.reranking.candidates
     )
-    return Workspace(docs_root, settings, models, embedder, index, ingestor, retriever)
+    return Workspace(docs_root, index_dir, settings, models, embedder, index, ingestor, retriever)

@@ -164,13 +164,13 @@ def _run_status(args: argparse.Namespace) -> int:
 
     workspace = _open(args)
     try:
-        files, chunks = workspace.index.store.counts()
-        last = workspace.index.store.last_update()
+        counts = workspace.index.counts()
+        last = workspace.index.last_update()
         status = {
             "docs": str(workspace.docs_root),
-            "index": str(workspace.index.index_dir),
-            "files": files,
-            "chunks": chunks,
+            "index": workspace.index.location,
+            "files": counts.files,
+            "chunks": counts.chunks,
             "model": workspace.embedder.name,
             "dimension": workspace.embedder.dimension,
             "reranker": reranker_name(workspace.settings.reranking),
@@ -178,7 +178,7 @@ def _run_status(args: argparse.Namespace) -> int:
             "last_update": (
                 time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(last)) if last else None
             ),
-            "errors": [{"path": p, "message": m} for p, m in workspace.index.store.file_errors()],
+            "errors": [{"path": p, "message": m} for p, m in workspace.index.file_errors()],
         }
     finally:
         workspace.close()

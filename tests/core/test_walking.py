@@ -1,7 +1,7 @@
 import os
 from pathlib import Path
 
-from citeline.core.walking import iter_documents
+from citeline.core.walking import DocumentFilter
 
 
 def supported(path: Path) -> bool:
@@ -15,7 +15,7 @@ def write(root: Path, rel: str, text: str = "x") -> None:
 
 
 def found(root: Path, index_dir: Path | None = None) -> list[str]:
-    return [rel for rel, _ in iter_documents(root, supported, index_dir)]
+    return [rel for rel, _ in DocumentFilter(root, index_dir, supported).walk()]
 
 
 def test_skips_hidden_unsupported_and_index_folder(tmp_path: Path) -> None:

@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 from lsprotocol import types
 
+from citeline.core.index import IndexCounts
 from citeline.core.ingest import IngestReport
 from citeline.lsp import folders as folders_module
 from citeline.lsp.folders import Folder, Folders
@@ -26,8 +27,8 @@ class FakeIndex:
     def __init__(self) -> None:
         self.store = self
 
-    def counts(self) -> tuple[int, int]:
-        return (0, 0)
+    def counts(self) -> IndexCounts:
+        return IndexCounts(0, 0)
 
     def file_errors(self) -> list[tuple[str, str]]:
         return []
@@ -91,9 +92,6 @@ class RecordingFolders(Folders):
 
     def workspace(self, folder: Folder) -> Any:
         return self.fake
-
-    def up_to_date(self, ws: Any, paths: list[str]) -> bool:
-        return False
 
 
 @pytest.fixture()

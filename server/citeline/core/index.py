@@ -1,35 +1,37 @@
-"""A documents folder's index on disk: the store, the vector index and their identity.
+"""A documents folder's index: what it records, what identifies it, and the
+:class:`DocumentIndex` protocol that ingest and retrieval use.
 
-``<docs>/.citeline/`` (configurable) holds ``index.sqlite3`` (the source of
-truth), ``vectors.faiss`` (+ ``.json`` with the generation it reflects) and a
-``.gitignore`` so the folder never pollutes a repository.
+An index holds every document's file record, its chunks (text and place), each
+chunk's vector (content-addressed: the key is a hash of the text embedded) and
+keyword terms, and answers dense (cosine), keyword (BM25) and by-id lookups.  A
+file's chunks, terms and new vectors change in one transaction with its file
+row.  The embedded backend (SQLite + FAISS in ``<docs>/.citeline``,
+``citeline.backends.embedded``) is the default; a database server can implement
+the protocol whole.
 
-The store records the embedding model fingerprint, the vector dimension and the
-chunk settings that built it.  Opening with another model clears every vector
-(never mix vectors from two models); opening with other chunk settings re-chunks
-but keeps vectors, since equal text under the same model gives equal vectors.
+The index records the identity that built it (:class:`IndexIdentity`).
+:func:`reconcile_identity` is the one rule for a mismatch: another embedding model
+clears every vector (never mix vectors from two models); other chunk settings
+re-chunk but keep vectors, since equal text under the same model gives equal
+vectors.
 """
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import logging
-from collections.abc import Iterator
+from collections.abc import Iterable, Mapping, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from pathlib import Path
-
-import numpy as np
-import numpy.typing as npt
+from typing import Protocol
 
 from citeline.core import keywords
 from citeline.core.chunking import ChunkSettings
-from citeline.core.store import Store
-from citeline.core.vectors import VectorIndex
+from citeline.core.documents import Chunk
+from citeline.core.embedding import FloatMatrix
 
 log = logging.getLogger(__name__)
 
-INDEX_DIRNAME = ".citeline"
+Vector = FloatMatrix
 
 
 @dataclass(frozen=True)
@@ -41,68 +43,163 @@ class IndexIdentity:
     dimension: int
     chunking: ChunkSettings
 
-
-class DocumentIndex:
-    """Store + vector index for one documents folder.  Use from one thread."""
-
-    def __init__(self, docs_root: Path, index_dir: Path, identity: IndexIdentity) -> None:
-        self.docs_root = docs_root.resolve()
-        self.index_dir = index_dir
-        self.identity = identity
-        index_dir.mkdir(parents=True, exist_ok=True)
-        gitignore = index_dir / ".gitignore"
-        if not gitignore.exists():
-            gitignore.write_text("# Citeline's index: rebuilt from the documents at any time.\n*\n")
-        self.store = Store(index_dir / "index.sqlite3")
-        self._check_identity()
-        self.vectors = VectorIndex.open(self.vectors_path, self.store, identity.dimension)
-        self._loaded_generation = self.store.generation
+    @property
+    def embedder_key(self) -> str:
+        return f"{self.embedder_fingerprint}:{self.dimension}"
 
     @property
-    def vectors_path(self) -> Path:
-        return self.index_dir / "vectors.faiss"
+    def chunking_key(self) -> str:
+        """Chunk settings and keyword-term version: what decides the chunks and terms."""
+        return f"{self.chunking.fingerprint()}:{keywords.VERSION}"
 
-    def _check_identity(self) -> None:
-        store, ident = self.store, self.identity
-        model = f"{ident.embedder_fingerprint}:{ident.dimension}"
-        if store.get_meta("embedder") not in (None, model):
-            log.info("embedding model changed: every chunk will be embedded again")
-            store.clear()
-        chunking = f"{ident.chunking.fingerprint()}:{keywords.VERSION}"
-        if store.get_meta("chunking") not in (None, chunking):
-            log.info("chunk settings changed: every document will be chunked again")
-            store.forget_chunks()
-        store.set_meta("embedder", model)
-        store.set_meta("embedder_name", ident.embedder_name)
-        store.set_meta("dimension", str(ident.dimension))
-        store.set_meta("chunking", chunking)
+
+@dataclass(frozen=True)
+class FileRecord:
+    id: int
+    path: str
+    kind: str
+    title: str
+    content_hash: str
+    size: int
+    mtime_ns: int
+    indexed_at: float
+    error: str | None
+
+
+@dataclass(frozen=True)
+class NewChunk:
+    chunk: Chunk
+    vector_key: str
+    terms: str = ""  # space-separated keyword terms
+
+
+@dataclass(frozen=True)
+class IndexCounts:
+    files: int  # documents indexed without error
+    chunks: int
+
+
+class IndexMeta(Protocol):
+    """The part of an index's store that records what built it."""
+
+    def get_meta(self, key: str) -> str | None: ...
+
+    def set_meta(self, key: str, value: str) -> None: ...
+
+    def clear(self) -> None:
+        """Forget every file, chunk and vector."""
+        ...
+
+    def forget_chunks(self) -> None:
+        """Forget files and chunks but keep vectors."""
+        ...
+
+
+def reconcile_identity(meta: IndexMeta, identity: IndexIdentity) -> None:
+    """Make the stored index fit ``identity``, then record it."""
+    if meta.get_meta("embedder") not in (None, identity.embedder_key):
+        log.info("embedding model changed: every chunk will be embedded again")
+        meta.clear()
+    if meta.get_meta("chunking") not in (None, identity.chunking_key):
+        log.info("chunk settings changed: every document will be chunked again")
+        meta.forget_chunks()
+    meta.set_meta("embedder", identity.embedder_key)
+    meta.set_meta("embedder_name", identity.embedder_name)
+    meta.set_meta("dimension", str(identity.dimension))
+    meta.set_meta("chunking", identity.chunking_key)
+
+
+class DocumentIndex(Protocol):
+    """One documents folder's index.  Use from one thread.
+
+    Paths are relative to the documents folder, with forward slashes; chunk ids are
+    the ids every search returns.
+    """
+
+    @property
+    def identity(self) -> IndexIdentity: ...
+
+    @property
+    def location(self) -> str:
+        """Where the index lives, for people: a folder, a database collection."""
+        ...
+
+    # -- reading ------------------------------------------------------------------
 
     def refresh(self) -> None:
-        """Pick up changes another process committed to the store."""
-        if self.store.generation != self._loaded_generation:
-            self.vectors = VectorIndex.open(self.vectors_path, self.store, self.identity.dimension)
-            self._loaded_generation = self.store.generation
+        """Pick up changes another process committed."""
+        ...
 
-    def apply(self, removed: list[int], added: list[int], vectors: npt.NDArray[np.float32]) -> None:
-        """Mirror a committed store change in the in-memory vector index."""
-        self.vectors.remove(removed)
-        self.vectors.add(np.asarray(added, dtype=np.int64), vectors)
-        self._loaded_generation = self.store.generation
+    def files(self) -> dict[str, FileRecord]: ...
 
-    def save_vectors(self) -> None:
-        self.vectors.save(self.vectors_path, self.store.generation)
-        self._loaded_generation = self.store.generation
+    def file_errors(self) -> list[tuple[str, str]]:
+        """(path, one-line error) of the documents that could not be loaded, by path."""
+        ...
 
-    @contextlib.contextmanager
-    def writing(self) -> Iterator[None]:
-        """Exclusive write access across processes (a CLI run and a daemon, say)."""
-        with open(self.index_dir / "lock", "a+") as handle:
-            fcntl.flock(handle, fcntl.LOCK_EX)
-            try:
-                self.refresh()
-                yield
-            finally:
-                fcntl.flock(handle, fcntl.LOCK_UN)
+    def counts(self) -> IndexCounts: ...
 
-    def close(self) -> None:
-        self.store.close()
+    def last_update(self) -> float | None:
+        """When a file was last indexed (seconds since the epoch), None if never."""
+        ...
+
+    def chunks_by_id(self, ids: Sequence[int]) -> dict[int, Chunk]: ...
+
+    def dense_search(self, query: FloatMatrix, k: int) -> list[tuple[int, float]]:
+        """(chunk id, cosine) of the ``k`` chunks nearest to the query vector."""
+        ...
+
+    def similarity(self, query: FloatMatrix, ids: Sequence[int]) -> dict[int, float]:
+        """Cosine of the query vector with each given chunk's vector."""
+        ...
+
+    def keyword_search(self, terms: Sequence[str], k: int) -> list[tuple[int, float]]:
+        """(chunk id, BM25 score, higher is better) of chunks holding any of ``terms``."""
+        ...
+
+    def document_frequencies(self, terms: Sequence[str]) -> tuple[int, dict[str, int]]:
+        """(number of chunks, {term: chunks holding it}): BM25's IDF inputs."""
+        ...
+
+    # -- writing (inside ``writing()``) ---------------------------------------------
+
+    def writing(self) -> AbstractContextManager[None]:
+        """Exclusive write access across processes; refreshes first, commits at the
+        end of the block (not when it raises: what was committed file by file stays)."""
+        ...
+
+    def vectors_for_keys(self, keys: Iterable[str]) -> dict[str, Vector]:
+        """The stored vectors among ``keys`` (content addresses of embedded text)."""
+        ...
+
+    def touch_file(self, path: str, size: int, mtime_ns: int) -> None:
+        """Record a new size and mtime for a file whose content did not change."""
+        ...
+
+    def replace_file(
+        self,
+        *,
+        path: str,
+        kind: str,
+        title: str,
+        content_hash: str,
+        size: int,
+        mtime_ns: int,
+        chunks: Sequence[NewChunk],
+        chunk_vectors: FloatMatrix,
+        new_vectors: Mapping[str, Vector],
+        error: str | None = None,
+    ) -> tuple[list[int], list[int]]:
+        """Atomically replace a file's record and chunks; ``chunk_vectors`` holds one
+        row per chunk, ``new_vectors`` the vectors never stored before.  Returns
+        (removed chunk ids, added chunk ids)."""
+        ...
+
+    def remove_files(self, paths: Iterable[str]) -> list[int]:
+        """Delete files and their chunks in one transaction; the removed chunk ids."""
+        ...
+
+    def prune_vectors(self) -> int:
+        """Drop vectors no chunk has used for a while; how many were dropped."""
+        ...
+
+    def close(self) -> None: ...

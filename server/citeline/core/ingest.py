@@ -1,7 +1,8 @@
 """Bringing an index up to date with its documents folder: plan, then apply.
 
-``plan_changes`` is cheap and pure of side effects: it walks the folder and
-compares size and mtime with the store.  ``Ingestor.run`` applies a plan in
+``plan_changes`` is cheap and pure of side effects: it compares size and mtime
+with the index, for the whole folder (a walk) or for some paths (each checked
+on its own, without walking the tree).  ``Ingestor.run`` applies a plan in
 batches: load and chunk each changed file, look every chunk's embedding text up
 by content hash, embed only the texts never seen before (several files' chunks
 per model call), then replace each file's chunks in its own transaction.
@@ -25,10 +26,9 @@ from citeline.core import keywords
 from citeline.core.chunking import ChunkSettings, chunk_document, embedding_key, embedding_text
 from citeline.core.documents import LoadError, SourceDocument
 from citeline.core.embedding import Embedder
-from citeline.core.index import DocumentIndex
-from citeline.core.loaders import is_supported, load_document
-from citeline.core.store import FileRecord, NewChunk, Vector
-from citeline.core.walking import iter_documents
+from citeline.core.index import DocumentIndex, FileRecord, NewChunk, Vector
+from citeline.core.loaders import load_document
+from citeline.core.walking import DocumentFilter
 
 log = logging.getLogger(__name__)
 
@@ -75,31 +75,29 @@ class IngestReport:
         }
 
 
-def plan_changes(index: DocumentIndex, only: Iterable[str] | None = None) -> Plan:
-    """What differs between the folder and the store.
+def plan_changes(
+    index: DocumentIndex, documents: DocumentFilter, only: Iterable[str] | None = None
+) -> Plan:
+    """What differs between the folder and the index.
 
     ``only`` limits the plan to some relative paths (a saved file, a watcher
-    batch); paths among them that no longer exist are planned for removal.
+    batch); paths among them that are no longer documents are planned for removal.
     """
-    known = index.store.files()
-    root = index.docs_root
+    known = index.files()
     if only is None:
-        present = dict(iter_documents(root, is_supported, index.index_dir))
-        candidates: Iterable[str] = present
+        present = dict(documents.walk())
         gone = [p for p in known if p not in present]
     else:
         wanted = set(only)
-        present = {
-            rel: path
-            for rel, path in iter_documents(root, is_supported, index.index_dir)
-            if rel in wanted
-        }
-        candidates = present
+        verdicts = {rel: documents.check(rel) for rel in wanted}
+        if None in verdicts.values():  # through a symlinked folder: only a walk can tell
+            present = {rel: path for rel, path in documents.walk() if rel in wanted}
+        else:
+            present = {rel: documents.root / rel for rel, found in verdicts.items() if found}
         gone = [p for p in wanted if p in known and p not in present]
     to_check: list[tuple[str, Path]] = []
     unchanged = 0
-    for rel in candidates:
-        path = present[rel]
+    for rel, path in present.items():
         record = known.get(rel)
         if record is not None and _same_stat(record, path):
             unchanged += 1
@@ -136,15 +134,42 @@ class Ingestor:
         index: DocumentIndex,
         embedder: Embedder,
         chunking: ChunkSettings,
+        documents: DocumentFilter,
         *,
         max_file_bytes: int = 20 * 1024 * 1024,
         batch_chunks: int = 64,
     ) -> None:
         self.index = index
+        self.documents = documents
         self.embedder = embedder
         self.chunking = chunking
         self.max_file_bytes = max_file_bytes
         self.batch_chunks = batch_chunks
+
+    def update(
+        self,
+        paths: Iterable[str] | None = None,
+        *,
+        progress: ProgressCallback | None = None,
+        cancelled: Callable[[], bool] | None = None,
+    ) -> IngestReport:
+        """Bring ``paths`` (None: the whole folder) up to date: planned once, applied.
+
+        A batch of paths that are indexed as they are on disk (a save the watcher
+        saw too) is not applied at all: the report only counts what the index holds.
+        """
+        plan = plan_changes(self.index, self.documents, paths)
+        if paths is not None and plan.empty:
+            return self.report()
+        return self.run(plan, progress=progress, cancelled=cancelled)
+
+    def report(self, report: IngestReport | None = None) -> IngestReport:
+        """``report`` (or an empty one) with what the index holds now: counts, errors."""
+        report = report if report is not None else IngestReport()
+        counts = self.index.counts()
+        report.files, report.chunks = counts.files, counts.chunks
+        report.errors = self.index.file_errors()
+        return report
 
     def run(
         self,
@@ -156,8 +181,8 @@ class Ingestor:
         started = time.perf_counter()
         report = IngestReport()
         with self.index.writing():
-            plan = plan if plan is not None else plan_changes(self.index)
-            known = self.index.store.files()
+            plan = plan if plan is not None else plan_changes(self.index, self.documents)
+            known = self.index.files()
             total = len(plan.to_check)
             done = 0
             batch: list[_Prepared] = []
@@ -184,14 +209,11 @@ class Ingestor:
             if batch:
                 done = self._commit(batch, report, done, total, progress)
             if plan.to_remove and not report.cancelled:
-                removed = self.index.store.remove_files(plan.to_remove)
-                self.index.apply(removed, [], np.zeros((0, self.embedder.dimension), np.float32))
+                removed = self.index.remove_files(plan.to_remove)
                 report.removed += len(removed)
                 report.files_removed += len(plan.to_remove)
-            self.index.store.prune_vectors()
-            self.index.save_vectors()
-        report.files, report.chunks = self.index.store.counts()
-        report.errors = self.index.store.file_errors()
+            self.index.prune_vectors()
+        self.report(report)
         report.seconds = time.perf_counter() - started
         return report
 
@@ -205,7 +227,7 @@ class Ingestor:
         except OSError as exc:
             return _Prepared(rel, "", 0, 0, None, [], _os_message(exc))
         if record is not None and record.content_hash == content_hash and record.error is None:
-            self.index.store.touch_file(rel, st.st_size, st.st_mtime_ns)
+            self.index.touch_file(rel, st.st_size, st.st_mtime_ns)
             return None
         try:
             document = load_document(path, rel, max_bytes=self.max_file_bytes)
@@ -226,10 +248,9 @@ class Ingestor:
         total: int,
         progress: ProgressCallback | None,
     ) -> int:
-        store = self.index.store
         dim = self.embedder.dimension
         keys = {c.vector_key for p in batch for c in p.chunks}
-        cached = store.vectors_for_keys(keys, dim)
+        cached = self.index.vectors_for_keys(keys)
         missing: dict[str, str] = {}
         for prepared in batch:
             for item in prepared.chunks:
@@ -243,7 +264,16 @@ class Ingestor:
             new_for_file = {
                 c.vector_key: fresh[c.vector_key] for c in prepared.chunks if c.vector_key in fresh
             }
-            removed, added = store.replace_file(
+            # Vectors written with an earlier file of this batch are cached from now on.
+            for key, vector in new_for_file.items():
+                cached[key] = vector
+                fresh.pop(key, None)
+            vectors_for_chunks = (
+                np.stack([cached[c.vector_key] for c in prepared.chunks])
+                if prepared.chunks
+                else np.zeros((0, dim), np.float32)
+            )
+            removed, added = self.index.replace_file(
                 path=prepared.rel,
                 kind=prepared.document.kind if prepared.document else "unknown",
                 title=prepared.document.title if prepared.document else prepared.rel,
@@ -251,20 +281,11 @@ class Ingestor:
                 size=prepared.size,
                 mtime_ns=prepared.mtime_ns,
                 chunks=prepared.chunks,
+                chunk_vectors=vectors_for_chunks,
                 new_vectors=new_for_file,
                 error=prepared.error,
             )
-            # Vectors written with an earlier file of this batch are cached now.
-            for key, vector in new_for_file.items():
-                cached[key] = vector
-                fresh.pop(key, None)
-                report.embedded += 1
-            vectors_for_chunks = (
-                np.stack([cached[c.vector_key] for c in prepared.chunks])
-                if prepared.chunks
-                else np.zeros((0, dim), np.float32)
-            )
-            self.index.apply(removed, added, vectors_for_chunks)
+            report.embedded += len(new_for_file)
             report.reused += len(prepared.chunks) - len(new_for_file)
             report.removed += max(0, len(removed) - len(added))
             report.files_changed += 1

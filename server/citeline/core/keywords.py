@@ -1,4 +1,5 @@
-"""Keyword terms for BM25: English words, exact identifiers, and CJK text.
+"""Keyword terms for BM25 (English words, exact identifiers, CJK text), and the
+:class:`KeywordIndex` protocol that scores them.
 
 The store's full-text index (SQLite FTS5) receives text that this module has
 already turned into terms, so its own tokenizer only has to split on spaces:
@@ -17,7 +18,9 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Sequence
 from functools import lru_cache
+from typing import Protocol
 
 import snowballstemmer
 
@@ -131,3 +134,28 @@ def identifier_terms(text: str) -> set[str]:
 def query_terms(text: str) -> list[str]:
     """Distinct terms of a query, in first-seen order."""
     return list(dict.fromkeys(terms(text)))
+
+
+class KeywordIndex(Protocol):
+    """BM25 over chunks' keyword terms (made by :func:`terms`), keyed by chunk id.
+
+    Scores follow SQLite FTS5's ``bm25()`` (k1 = 1.2, b = 0.75; IDF
+    ``log((N - n + 0.5) / (n + 0.5))`` floored just above zero), higher is better, so
+    a backend's scores are comparable with the embedded one's.  The embedded
+    implementation is FTS5 (``citeline.backends.sqlite.fts5``), written in the same
+    transaction as its chunks.
+    """
+
+    def add(self, chunk_id: int, terms: str) -> None:
+        """Index a chunk's space-separated terms (repeats are term frequency)."""
+        ...
+
+    def remove(self, ids: Sequence[int]) -> None: ...
+
+    def search(self, terms: Sequence[str], k: int) -> list[tuple[int, float]]:
+        """(chunk id, BM25) of the ``k`` best chunks holding any of ``terms``, best first."""
+        ...
+
+    def document_frequencies(self, terms: Sequence[str]) -> tuple[int, dict[str, int]]:
+        """(number of chunks, {term: chunks holding it}) for the given terms."""
+        ...

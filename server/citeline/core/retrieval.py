@@ -1,8 +1,8 @@
 """From a query to ranked hits: dense, keyword (BM25) and their fusion.
 
-- Dense: the query embedding's nearest chunks in the vector index (cosine).
-- Keyword: BM25 over the store's FTS5 index, with the same term analysis as the
-  documents (stemmed English, exact identifiers, CJK bigrams).
+- Dense: the query embedding's nearest chunks in the index (cosine).
+- Keyword: the index's BM25, with the same term analysis as the documents
+  (stemmed English, exact identifiers, CJK bigrams).
 - Hybrid: weighted reciprocal rank fusion of the two lists,
   ``score = w_dense / (k + rank_dense) + w_keyword / (k + rank_keyword)``.
 
@@ -93,7 +93,7 @@ class Retriever:
         """The query vector and (chunk id, cosine) for the k nearest chunks."""
         self.index.refresh()
         vector = self.embedder.embed_query(query)
-        return vector, self.index.vectors.search(vector, k)
+        return vector, self.index.dense_search(vector, k)
 
     def keyword(self, query: str, k: int) -> list[tuple[int, float]]:
         """(chunk id, normalised BM25) for the k best keyword matches."""
@@ -101,11 +101,11 @@ class Retriever:
         if not terms:
             return []
         norm = sum(self.term_weights(terms).values())
-        return [(cid, score / norm) for cid, score in self.index.store.keyword_search(terms, k)]
+        return [(cid, score / norm) for cid, score in self.index.keyword_search(terms, k)]
 
     def term_weights(self, terms: Sequence[str]) -> dict[str, float]:
         """Each keyword term's IDF in this index: rare terms weigh more."""
-        total, frequencies = self.index.store.document_frequencies(terms)
+        total, frequencies = self.index.document_frequencies(terms)
         return {t: bm25_idf(total, frequencies.get(t, 0)) for t in terms}
 
     def unknown_terms(self, terms: Sequence[str]) -> set[str]:
@@ -175,10 +175,10 @@ class Retriever:
         keyword_scores: dict[int, float],
     ) -> list[Hit]:
         head = fused[: 2 * k]
-        chunks = self.index.store.chunks_by_id([cid for cid, _ in head])
+        chunks = self.index.chunks_by_id([cid for cid, _ in head])
         if vector is not None:  # cosine for chunks found by keywords only
             missing = [cid for cid, _ in head if cid not in dense_scores and cid in chunks]
-            dense_scores.update(self.index.vectors.similarity(vector, missing))
+            dense_scores.update(self.index.similarity(vector, missing))
             if not self.settings.dense_for_cjk:  # an English model's cosine means nothing there
                 for cid, found in chunks.items():
                     if is_cjk(found.text):

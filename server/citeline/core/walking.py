@@ -1,4 +1,4 @@
-"""Finding the documents in a folder: ignore rules, hidden folders, symlinks.
+"""Which files in a folder are documents: ignore rules, hidden folders, symlinks.
 
 Skipped: hidden files and folders (a leading dot), the index folder, anything a
 ``.gitignore`` or ``.citelineignore`` excludes (in the folder where the file
@@ -15,6 +15,8 @@ import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+
+from citeline.core import loaders
 
 IGNORE_FILES = (".gitignore", ".citelineignore")
 
@@ -105,55 +107,130 @@ def _ignored(rules: list[_Rule], rel: str, is_dir: bool) -> bool:
     return result
 
 
-def iter_documents(
-    root: Path, is_supported: Callable[[Path], bool], index_dir: Path | None = None
-) -> Iterator[tuple[str, Path]]:
-    """Yield ``(relative path with forward slashes, absolute path)`` for every document."""
-    root = root.resolve()
-    index_real = index_dir.resolve() if index_dir is not None else None
-    visited: set[str] = set()
-    rules: list[_Rule] = []
+class DocumentFilter:
+    """Which files under a documents folder are documents: the one rule for the
+    walker, the watcher and editor saves.
 
-    def walk(folder: Path, rel_folder: str) -> Iterator[tuple[str, Path]]:
-        real = os.path.realpath(folder)
-        if real in visited:
-            return
-        visited.add(real)
-        for name in IGNORE_FILES:
-            ignore_file = folder / name
-            if ignore_file.is_file():
-                with contextlib.suppress(OSError):
-                    text = ignore_file.read_text("utf-8", "replace")
-                    rules.extend(parse_ignore_file(text, rel_folder))
+    :meth:`candidate` is the cheap part, from the path alone (no hidden part, not
+    in the index folder, a supported format): what the watcher and saves ask
+    before scheduling work.  :meth:`walk` lists every document; :meth:`check` says
+    whether one path is a document now, reading only the ignore files of its own
+    folders, so planning a saved file costs nothing in the size of the tree.
+    """
+
+    def __init__(
+        self,
+        root: Path,
+        index_dir: Path | None = None,
+        is_supported: Callable[[Path], bool] = loaders.is_supported,
+    ) -> None:
+        self.root = root.resolve()
+        self.index_dir = index_dir.resolve() if index_dir is not None else None
+        self._index_rel: str | None = None
+        if self.index_dir is not None:
+            with contextlib.suppress(ValueError):
+                self._index_rel = self.index_dir.relative_to(self.root).as_posix()
+        self._is_supported = is_supported
+
+    def in_index_folder(self, rel: str) -> bool:
+        index_rel = self._index_rel
+        return bool(index_rel) and (rel == index_rel or rel.startswith(f"{index_rel}/"))
+
+    def visible(self, rel: str) -> bool:
+        """Whether a relative path is one the folder's documents may live in: no
+        hidden part, not in the index folder."""
+        if rel in ("", "."):
+            return False
+        if any(part.startswith(".") for part in rel.split("/")):
+            return False
+        return not self.in_index_folder(rel)
+
+    def candidate(self, rel: str) -> bool:
+        """Whether a relative path can be a document, judged from the path alone."""
+        return self.visible(rel) and self._is_supported(Path(rel))
+
+    def check(self, rel: str) -> bool | None:
+        """Whether ``rel`` is a document now (as :meth:`walk` would find it).
+
+        None when only a walk can tell: the path goes through a symlinked folder,
+        which the walk indexes under its real path when it meets that first.
+        """
+        if not self.candidate(rel):
+            return False
+        rules: list[_Rule] = []
+        folder, rel_folder = self.root, ""
+        _read_rules(folder, rel_folder, rules)
+        *folders, name = rel.split("/")
+        for part in folders:
+            path = folder / part
+            rel_folder = f"{rel_folder}/{part}" if rel_folder else part
+            if path.is_symlink():
+                return None
+            if not path.is_dir() or _ignored(rules, rel_folder, True):
+                return False
+            folder = path
+            _read_rules(folder, rel_folder, rules)
+        path = folder / name
+        if path.is_symlink() and not self._inside(path):
+            return False
+        return path.is_file() and not _ignored(rules, rel, False)
+
+    def _inside(self, path: Path) -> bool:
+        """Whether a symlink's target lies inside the documents folder."""
         try:
-            # Real entries before symlinks, so a folder reachable both ways is
-            # indexed under its real path.
-            entries = sorted(os.scandir(folder), key=lambda e: (e.is_symlink(), e.name))
-        except OSError:
-            return
-        for entry in entries:
-            if entry.name.startswith("."):
-                continue
-            rel = f"{rel_folder}/{entry.name}" if rel_folder else entry.name
-            path = Path(entry.path)
-            if entry.is_symlink():
-                try:
-                    target = path.resolve(strict=True)
-                except (OSError, RuntimeError):
-                    continue
-                if target != root and root not in target.parents:
-                    continue
-            try:
-                is_dir = entry.is_dir()
-            except OSError:
-                continue
-            if is_dir:
-                if index_real is not None and os.path.realpath(path) == str(index_real):
-                    continue
-                if _ignored(rules, rel, True):
-                    continue
-                yield from walk(path, rel)
-            elif entry.is_file() and is_supported(path) and not _ignored(rules, rel, False):
-                yield rel, path
+            target = path.resolve(strict=True)
+        except (OSError, RuntimeError):
+            return False
+        return target == self.root or self.root in target.parents
 
-    yield from walk(root, "")
+    def walk(self) -> Iterator[tuple[str, Path]]:
+        """``(relative path with forward slashes, absolute path)`` of every document."""
+        root = self.root
+        visited: set[str] = set()
+        rules: list[_Rule] = []
+
+        def walk(folder: Path, rel_folder: str) -> Iterator[tuple[str, Path]]:
+            real = os.path.realpath(folder)
+            if real in visited:
+                return
+            visited.add(real)
+            _read_rules(folder, rel_folder, rules)
+            try:
+                # Real entries before symlinks, so a folder reachable both ways is
+                # indexed under its real path.
+                entries = sorted(os.scandir(folder), key=lambda e: (e.is_symlink(), e.name))
+            except OSError:
+                return
+            for entry in entries:
+                if entry.name.startswith("."):
+                    continue
+                rel = f"{rel_folder}/{entry.name}" if rel_folder else entry.name
+                path = Path(entry.path)
+                if entry.is_symlink() and not self._inside(path):
+                    continue
+                try:
+                    is_dir = entry.is_dir()
+                except OSError:
+                    continue
+                if is_dir:
+                    if self.index_dir is not None and os.path.realpath(path) == str(self.index_dir):
+                        continue
+                    if _ignored(rules, rel, True):
+                        continue
+                    yield from walk(path, rel)
+                elif (
+                    entry.is_file() and self._is_supported(path) and not _ignored(rules, rel, False)
+                ):
+                    yield rel, path
+
+        yield from walk(root, "")
+
+
+def _read_rules(folder: Path, rel_folder: str, rules: list[_Rule]) -> None:
+    """Add the rules of ``folder``'s ignore files (gitignore's, then Citeline's)."""
+    for name in IGNORE_FILES:
+        ignore_file = folder / name
+        if ignore_file.is_file():
+            with contextlib.suppress(OSError):
+                text = ignore_file.read_text("utf-8", "replace")
+                rules.extend(parse_ignore_file(text, rel_folder))

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from lsprotocol import types
 
 from citeline.app import Workspace, WorkspaceError, open_workspace
-from citeline.core.ingest import IngestReport, plan_changes
+from citeline.core.ingest import IngestReport
 from citeline.lsp.convert import folder_key, path_to_uri, relative_to
 from citeline.lsp.progress import WorkDone
 from citeline.lsp.watcher import FolderWatcher
@@ -254,13 +254,6 @@ class Folders:
             ws.apply_settings(wanted)
         return ws
 
-    def up_to_date(self, ws: Workspace, paths: list[str]) -> bool:
-        """Whether ``paths`` are indexed as they are on disk (a save the watcher also saw).
-
-        Index worker thread only.
-        """
-        return plan_changes(ws.index, paths).empty
-
     # -- keeping the index fresh ---------------------------------------------
 
     def _on_disk_change(
@@ -380,16 +373,15 @@ class Folders:
                 return
             last = now
             ws = folder.workspace
-            counts = ws.index.store.counts() if ws is not None else (folder.files, folder.chunks)
+            if ws is not None:
+                held = ws.index.counts()
+                counts = (held.files, held.chunks)
+            else:
+                counts = (folder.files, folder.chunks)
             loop.call_soon_threadsafe(on_progress_loop, done, total, rel, counts)
 
         def work() -> IngestReport:  # index thread
             ws = self.workspace(folder)
-            if paths is not None and self.up_to_date(ws, paths):
-                report = IngestReport()
-                report.files, report.chunks = ws.index.store.counts()
-                report.errors = ws.index.store.file_errors()
-                return report
             return ws.update(
                 paths, progress=on_progress, cancelled=lambda: cancel.is_set() or folder.closed
             )

@@ -4,8 +4,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from citeline.backends.sqlite.store import SqliteStore, StoreError
 from citeline.core.documents import Chunk
-from citeline.core.store import NewChunk, Store, StoreError
+from citeline.core.index import IndexCounts, NewChunk
 
 
 def chunk(text: str, ordinal: int = 0, path: str = "a.md") -> Chunk:
@@ -18,7 +19,7 @@ def vec(seed: int) -> np.ndarray:
 
 
 def test_replace_file_swaps_chunks_and_bumps_generation(tmp_path: Path) -> None:
-    store = Store(tmp_path / "s.db")
+    store = SqliteStore(tmp_path / "s.db")
     g0 = store.generation
     removed, added = store.replace_file(
         path="a.md",
@@ -42,7 +43,7 @@ def test_replace_file_swaps_chunks_and_bumps_generation(tmp_path: Path) -> None:
         new_vectors={},
     )
     assert sorted(removed2) == sorted(added) and len(added2) == 1
-    assert store.counts() == (1, 1)
+    assert store.counts() == IndexCounts(1, 1)
     assert store.chunks_by_id(added2)[added2[0]].text == "one"
     # the vector of the dropped chunk is kept for a while (a rename may bring it back)
     assert set(store.vectors_for_keys(["k1", "k2", "k3"], 4)) == {"k1", "k2"}
@@ -51,7 +52,7 @@ def test_replace_file_swaps_chunks_and_bumps_generation(tmp_path: Path) -> None:
 
 
 def test_failed_transaction_leaves_old_version(tmp_path: Path) -> None:
-    store = Store(tmp_path / "s.db")
+    store = SqliteStore(tmp_path / "s.db")
     store.replace_file(
         path="a.md",
         kind="markdown",
@@ -74,11 +75,11 @@ def test_failed_transaction_leaves_old_version(tmp_path: Path) -> None:
             new_vectors={"k9": {}["boom"]},  # type: ignore[index]
         )
     files = store.files()
-    assert files["a.md"].content_hash == "h1" and store.counts() == (1, 1)
+    assert files["a.md"].content_hash == "h1" and store.counts() == IndexCounts(1, 1)
 
 
 def test_errors_and_removal(tmp_path: Path) -> None:
-    store = Store(tmp_path / "s.db")
+    store = SqliteStore(tmp_path / "s.db")
     store.replace_file(
         path="bad.pdf",
         kind="unknown",
@@ -91,7 +92,7 @@ def test_errors_and_removal(tmp_path: Path) -> None:
         error="PDF is encrypted",
     )
     assert store.file_errors() == [("bad.pdf", "PDF is encrypted")]
-    assert store.counts() == (0, 0)
+    assert store.counts() == IndexCounts(0, 0)
     store.remove_files(["bad.pdf"])
     assert store.file_errors() == []
 
@@ -100,11 +101,11 @@ def test_damaged_database_is_a_clear_error(tmp_path: Path) -> None:
     path = tmp_path / "s.db"
     path.write_bytes(b"this is not sqlite" * 100)
     with pytest.raises(StoreError, match="damaged"):
-        Store(path)
+        SqliteStore(path)
 
 
 def test_rows_are_plain_sqlite(tmp_path: Path) -> None:
-    store = Store(tmp_path / "s.db")
+    store = SqliteStore(tmp_path / "s.db")
     store.set_meta("embedder", "x")
     store.close()
     db = sqlite3.connect(tmp_path / "s.db")

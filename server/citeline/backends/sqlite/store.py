@@ -1,4 +1,4 @@
-"""The index's source of truth: an SQLite database of files, chunks and vectors.
+"""The embedded index's source of truth: an SQLite database of files, chunks and vectors.
 
 Tables:
 - ``meta``: what built the index (embedding model fingerprint, dimension, chunk
@@ -11,7 +11,7 @@ Tables:
 - ``vectors``: content-addressed embeddings (key = hash of the embedded text),
   so an unchanged text is never embedded twice, even across renames.
 - ``chunk_terms``: the FTS5 keyword index (BM25), one row per chunk (rowid =
-  chunk id), holding terms already produced by ``citeline.core.keywords``.
+  chunk id): ``fts5.py``.
 
 A file's chunks are replaced in one transaction with its file row, so a crash
 leaves either the old or the new version of each file, never a mix.
@@ -23,14 +23,17 @@ import json
 import logging
 import sqlite3
 import time
-from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
 import numpy.typing as npt
 
+from citeline.backends.sqlite import fts5
+from citeline.backends.sqlite.fts5 import Fts5KeywordIndex
 from citeline.core.documents import Chunk
+from citeline.core.errors import BackendError
+from citeline.core.index import FileRecord, IndexCounts, NewChunk, Vector
 
 log = logging.getLogger(__name__)
 
@@ -69,41 +72,16 @@ CREATE TABLE IF NOT EXISTS vectors (
     vector BLOB NOT NULL,
     last_used REAL NOT NULL
 );
-CREATE VIRTUAL TABLE IF NOT EXISTS chunk_terms USING fts5(terms, tokenize = "unicode61");
-CREATE VIRTUAL TABLE IF NOT EXISTS chunk_terms_vocab USING fts5vocab(chunk_terms, row);
 """
 
-_TABLES = ("chunk_terms_vocab", "chunk_terms", "chunks", "files", "vectors", "meta")
+_TABLES = (*fts5.TABLES, "chunks", "files", "vectors", "meta")
 
 
-class StoreError(Exception):
+class StoreError(BackendError):
     """The index database cannot be opened or is damaged; one line for the user."""
 
 
-@dataclass(frozen=True)
-class FileRecord:
-    id: int
-    path: str
-    kind: str
-    title: str
-    content_hash: str
-    size: int
-    mtime_ns: int
-    indexed_at: float
-    error: str | None
-
-
-@dataclass(frozen=True)
-class NewChunk:
-    chunk: Chunk
-    vector_key: str
-    terms: str = ""  # space-separated keyword terms
-
-
-Vector = npt.NDArray[np.float32]
-
-
-class Store:
+class SqliteStore:
     """SQLite-backed store.  One instance per thread; SQLite serialises writers."""
 
     def __init__(self, path: Path) -> None:
@@ -120,9 +98,10 @@ class Store:
                 log.info("index at %s has an older format; rebuilding it", path)
                 for table in _TABLES:
                     self._db.execute(f"DROP TABLE IF EXISTS {table}")
-            self._db.executescript(_SCHEMA)
+            self._db.executescript(_SCHEMA + fts5.SCHEMA)
             self.set_meta("schema", SCHEMA_VERSION)
             self._db.execute("SELECT count(*) FROM chunks").fetchone()
+            self.keywords = Fts5KeywordIndex(self._db)
         except sqlite3.DatabaseError as exc:
             raise StoreError(
                 f"index database {path} is damaged ({exc}); delete it to rebuild"
@@ -199,14 +178,14 @@ class Store:
         size: int,
         mtime_ns: int,
         chunks: Sequence[NewChunk],
-        new_vectors: dict[str, Vector],
+        new_vectors: Mapping[str, Vector],
         error: str | None = None,
     ) -> tuple[list[int], list[int]]:
         """Atomically replace a file's chunks.  Returns (removed ids, added ids)."""
         now = time.time()
         with self._transaction():
             removed = self.chunk_ids_for(path)
-            self._delete_terms(removed)
+            self.keywords.remove(removed)
             self._db.execute("DELETE FROM files WHERE path = ?", (path,))
             cursor = self._db.execute(
                 "INSERT INTO files(path, kind, title, content_hash, size, mtime_ns,"
@@ -242,10 +221,7 @@ class Store:
                 )
                 assert cur.lastrowid is not None
                 added.append(int(cur.lastrowid))
-                self._db.execute(
-                    "INSERT INTO chunk_terms(rowid, terms) VALUES(?, ?)",
-                    (cur.lastrowid, item.terms),
-                )
+                self.keywords.add(int(cur.lastrowid), item.terms)
             if removed or added:
                 self._bump_generation()
         return removed, added
@@ -256,7 +232,7 @@ class Store:
         with self._transaction():
             for path in paths:
                 ids = self.chunk_ids_for(path)
-                self._delete_terms(ids)
+                self.keywords.remove(ids)
                 removed.extend(ids)
                 self._db.execute("DELETE FROM files WHERE path = ?", (path,))
             if removed:
@@ -266,7 +242,7 @@ class Store:
     def clear(self) -> None:
         """Forget every file, chunk and vector (the model or settings changed)."""
         with self._transaction():
-            self._db.execute("DELETE FROM chunk_terms")
+            self.keywords.clear()
             self._db.execute("DELETE FROM chunks")
             self._db.execute("DELETE FROM files")
             self._db.execute("DELETE FROM vectors")
@@ -275,7 +251,7 @@ class Store:
     def forget_chunks(self) -> None:
         """Forget files and chunks but keep vectors (chunking changed, the model did not)."""
         with self._transaction():
-            self._db.execute("DELETE FROM chunk_terms")
+            self.keywords.clear()
             self._db.execute("DELETE FROM chunks")
             self._db.execute("DELETE FROM files")
             self._bump_generation()
@@ -323,34 +299,6 @@ class Store:
             )
         return cur.rowcount
 
-    # -- keywords -----------------------------------------------------------
-
-    def _delete_terms(self, ids: Sequence[int]) -> None:
-        self._db.executemany("DELETE FROM chunk_terms WHERE rowid = ?", [(i,) for i in ids])
-
-    def keyword_search(self, terms: Sequence[str], k: int) -> list[tuple[int, float]]:
-        """(chunk id, BM25 score, higher is better) for chunks matching any term."""
-        if not terms or k <= 0:
-            return []
-        query = " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
-        rows = self._db.execute(
-            "SELECT rowid, -bm25(chunk_terms) FROM chunk_terms WHERE chunk_terms MATCH ?"
-            " ORDER BY bm25(chunk_terms) LIMIT ?",
-            (query, k),
-        ).fetchall()
-        return [(int(r[0]), float(r[1])) for r in rows]
-
-    def document_frequencies(self, terms: Sequence[str]) -> tuple[int, dict[str, int]]:
-        """(number of chunks, {term: chunks containing it}) for BM25 arithmetic."""
-        total = int(self._db.execute("SELECT count(*) FROM chunk_terms").fetchone()[0])
-        if not terms:
-            return total, {}
-        marks = ",".join("?" * len(terms))
-        rows = self._db.execute(
-            f"SELECT term, doc FROM chunk_terms_vocab WHERE term IN ({marks})", list(terms)
-        ).fetchall()
-        return total, {str(t): int(d) for t, d in rows}
-
     # -- chunks -------------------------------------------------------------
 
     def chunks_by_id(self, ids: Sequence[int]) -> dict[int, Chunk]:
@@ -380,11 +328,10 @@ class Store:
                 )
         return out
 
-    def counts(self) -> tuple[int, int]:
-        """(files without errors, chunks)."""
+    def counts(self) -> IndexCounts:
         files = self._db.execute("SELECT count(*) FROM files WHERE error IS NULL").fetchone()[0]
         chunks = self._db.execute("SELECT count(*) FROM chunks").fetchone()[0]
-        return int(files), int(chunks)
+        return IndexCounts(int(files), int(chunks))
 
     def last_update(self) -> float | None:
         row = self._db.execute("SELECT max(indexed_at) FROM files").fetchone()
@@ -405,5 +352,5 @@ class Store:
             else:
                 self._db.execute("ROLLBACK")
 
-    def _transaction(self) -> Store._Tx:
-        return Store._Tx(self._db)
+    def _transaction(self) -> SqliteStore._Tx:
+        return SqliteStore._Tx(self._db)

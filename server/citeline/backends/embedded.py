@@ -1,0 +1,203 @@
+"""The embedded index: a :class:`~citeline.core.index.DocumentIndex` in a folder.
+
+``<docs>/.citeline/`` (configurable) holds ``index.sqlite3`` (the store: files,
+chunks, vectors by content key, FTS5 keyword terms; the source of truth),
+``vectors.faiss`` (+ ``.json`` with the store generation it reflects) and a
+``.gitignore`` so the folder never pollutes a repository.
+
+The vector index is an in-memory mirror of the store, of any
+:class:`~citeline.core.vectors.VectorIndexType` (FAISS by default).  Every commit
+that changes chunks bumps the store's generation; the mirror is saved at the end
+of a write with the generation it reflects, and on open (or when another process
+committed) a missing, unreadable or stale file is rebuilt from the store, which
+always holds every vector.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import logging
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from pathlib import Path
+
+import numpy as np
+
+from citeline.backends.sqlite.store import SqliteStore
+from citeline.core.documents import Chunk
+from citeline.core.embedding import FloatMatrix
+from citeline.core.index import (
+    FileRecord,
+    IndexCounts,
+    IndexIdentity,
+    NewChunk,
+    Vector,
+    reconcile_identity,
+)
+from citeline.core.vectors import VectorIndex, VectorIndexType
+
+log = logging.getLogger(__name__)
+
+STORE_FILE = "index.sqlite3"
+VECTORS_FILE = "vectors.faiss"
+LOCK_FILE = "lock"
+
+
+class EmbeddedIndex:
+    """Store + vector index for one documents folder.  Use from one thread."""
+
+    def __init__(
+        self, index_dir: Path, identity: IndexIdentity, vector_type: VectorIndexType
+    ) -> None:
+        self.index_dir = index_dir
+        self._identity = identity
+        self._vector_type = vector_type
+        index_dir.mkdir(parents=True, exist_ok=True)
+        gitignore = index_dir / ".gitignore"
+        if not gitignore.exists():
+            gitignore.write_text("# Citeline's index: rebuilt from the documents at any time.\n*\n")
+        self.store = SqliteStore(index_dir / STORE_FILE)
+        reconcile_identity(self.store, identity)
+        self.vectors = self._open_vectors()
+        self._loaded_generation = self.store.generation
+
+    @property
+    def identity(self) -> IndexIdentity:
+        return self._identity
+
+    @property
+    def location(self) -> str:
+        return str(self.index_dir)
+
+    @property
+    def vectors_path(self) -> Path:
+        return self.index_dir / VECTORS_FILE
+
+    # -- the vector mirror ----------------------------------------------------------
+
+    def _open_vectors(self) -> VectorIndex:
+        """The saved vector index if it reflects the store, else rebuilt and saved."""
+        path, dimension = self.vectors_path, self._identity.dimension
+        try:
+            saved = json.loads(_generation_file(path).read_text())["generation"]
+            if saved == self.store.generation:
+                return self._vector_type.load(path, dimension)
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            log.debug("vector index at %s not usable (%s); rebuilding", path, exc)
+        log.info("rebuilding vector index from the store")
+        vectors = self._vector_type.empty(dimension)
+        for ids, rows in self.store.iter_chunk_vectors(dimension):
+            vectors.add(ids, rows)
+        self._save(vectors)
+        return vectors
+
+    def _save(self, vectors: VectorIndex) -> None:
+        vectors.save(self.vectors_path)
+        generation = self.store.generation
+        _generation_file(self.vectors_path).write_text(json.dumps({"generation": generation}))
+        self._loaded_generation = generation
+
+    def refresh(self) -> None:
+        if self.store.generation != self._loaded_generation:
+            self.vectors = self._open_vectors()
+
+    # -- reading ----------------------------------------------------------------------
+
+    def files(self) -> dict[str, FileRecord]:
+        return self.store.files()
+
+    def file_errors(self) -> list[tuple[str, str]]:
+        return self.store.file_errors()
+
+    def counts(self) -> IndexCounts:
+        return self.store.counts()
+
+    def last_update(self) -> float | None:
+        return self.store.last_update()
+
+    def chunks_by_id(self, ids: Sequence[int]) -> dict[int, Chunk]:
+        return self.store.chunks_by_id(ids)
+
+    def dense_search(self, query: FloatMatrix, k: int) -> list[tuple[int, float]]:
+        return self.vectors.search(query, k)
+
+    def similarity(self, query: FloatMatrix, ids: Sequence[int]) -> dict[int, float]:
+        return self.vectors.similarity(query, ids)
+
+    def keyword_search(self, terms: Sequence[str], k: int) -> list[tuple[int, float]]:
+        return self.store.keywords.search(terms, k)
+
+    def document_frequencies(self, terms: Sequence[str]) -> tuple[int, dict[str, int]]:
+        return self.store.keywords.document_frequencies(terms)
+
+    # -- writing ----------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def writing(self) -> Iterator[None]:
+        """Exclusive write access across processes (a CLI run and a daemon, say)."""
+        with open(self.index_dir / LOCK_FILE, "a+") as handle:
+            fcntl.flock(handle, fcntl.LOCK_EX)
+            try:
+                self.refresh()
+                yield
+                self._save(self.vectors)
+            finally:
+                fcntl.flock(handle, fcntl.LOCK_UN)
+
+    def vectors_for_keys(self, keys: Iterable[str]) -> dict[str, Vector]:
+        return self.store.vectors_for_keys(keys, self._identity.dimension)
+
+    def touch_file(self, path: str, size: int, mtime_ns: int) -> None:
+        self.store.touch_file(path, size, mtime_ns)
+
+    def replace_file(
+        self,
+        *,
+        path: str,
+        kind: str,
+        title: str,
+        content_hash: str,
+        size: int,
+        mtime_ns: int,
+        chunks: Sequence[NewChunk],
+        chunk_vectors: FloatMatrix,
+        new_vectors: Mapping[str, Vector],
+        error: str | None = None,
+    ) -> tuple[list[int], list[int]]:
+        removed, added = self.store.replace_file(
+            path=path,
+            kind=kind,
+            title=title,
+            content_hash=content_hash,
+            size=size,
+            mtime_ns=mtime_ns,
+            chunks=chunks,
+            new_vectors=new_vectors,
+            error=error,
+        )
+        self._mirror(removed, added, chunk_vectors)
+        return removed, added
+
+    def remove_files(self, paths: Iterable[str]) -> list[int]:
+        removed = self.store.remove_files(paths)
+        self._mirror(removed, [], None)
+        return removed
+
+    def _mirror(self, removed: list[int], added: list[int], vectors: FloatMatrix | None) -> None:
+        """Mirror a committed store change in the in-memory vector index."""
+        self.vectors.remove(removed)
+        if added:
+            assert vectors is not None
+            self.vectors.add(np.asarray(added, dtype=np.int64), vectors)
+        self._loaded_generation = self.store.generation
+
+    def prune_vectors(self) -> int:
+        return self.store.prune_vectors()
+
+    def close(self) -> None:
+        self.store.close()
+
+
+def _generation_file(path: Path) -> Path:
+    return path.with_name(path.name + ".json")

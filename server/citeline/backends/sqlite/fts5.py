@@ -1,0 +1,54 @@
+"""The :class:`~citeline.core.keywords.KeywordIndex` on SQLite FTS5.
+
+One FTS5 row per chunk (rowid = chunk id) holding terms already produced by
+``citeline.core.keywords``, so FTS5's own tokenizer (``unicode61``) only splits
+on spaces; ``fts5vocab`` gives the document frequencies BM25 normalisation needs.
+It shares the store's connection: writes made inside a store transaction commit
+or roll back with the chunks they belong to.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Sequence
+
+SCHEMA = """
+CREATE VIRTUAL TABLE IF NOT EXISTS chunk_terms USING fts5(terms, tokenize = "unicode61");
+CREATE VIRTUAL TABLE IF NOT EXISTS chunk_terms_vocab USING fts5vocab(chunk_terms, row);
+"""
+TABLES = ("chunk_terms_vocab", "chunk_terms")
+
+
+class Fts5KeywordIndex:
+    def __init__(self, db: sqlite3.Connection) -> None:
+        self._db = db
+
+    def add(self, chunk_id: int, terms: str) -> None:
+        self._db.execute("INSERT INTO chunk_terms(rowid, terms) VALUES(?, ?)", (chunk_id, terms))
+
+    def remove(self, ids: Sequence[int]) -> None:
+        self._db.executemany("DELETE FROM chunk_terms WHERE rowid = ?", [(i,) for i in ids])
+
+    def clear(self) -> None:
+        self._db.execute("DELETE FROM chunk_terms")
+
+    def search(self, terms: Sequence[str], k: int) -> list[tuple[int, float]]:
+        if not terms or k <= 0:
+            return []
+        query = " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
+        rows = self._db.execute(
+            "SELECT rowid, -bm25(chunk_terms) FROM chunk_terms WHERE chunk_terms MATCH ?"
+            " ORDER BY bm25(chunk_terms) LIMIT ?",
+            (query, k),
+        ).fetchall()
+        return [(int(r[0]), float(r[1])) for r in rows]
+
+    def document_frequencies(self, terms: Sequence[str]) -> tuple[int, dict[str, int]]:
+        total = int(self._db.execute("SELECT count(*) FROM chunk_terms").fetchone()[0])
+        if not terms:
+            return total, {}
+        marks = ",".join("?" * len(terms))
+        rows = self._db.execute(
+            f"SELECT term, doc FROM chunk_terms_vocab WHERE term IN ({marks})", list(terms)
+        ).fetchall()
+        return total, {str(t): int(d) for t, d in rows}
