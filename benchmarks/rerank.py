@@ -23,7 +23,7 @@ from pathlib import Path
 from citeline.app import ModelPool, open_workspace
 from citeline.backends.llama.reranker import LlamaReranker
 from citeline.core.chunking import embedding_text
-from citeline.models.minilm import convert_bert_to_gguf
+from citeline.models.bert_gguf import convert_bert_to_gguf
 from citeline.settings import load_settings
 from common import REPO, peak_rss_mb, scientific_abstracts, write_corpus
 
