@@ -1,6 +1,21 @@
+"""Typed settings: precedence, warnings, defaults that follow the embedding model,
+and the VS Code client's settings held to the server's defaults."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
 from pathlib import Path
 
-from citeline.settings import load_settings
+from citeline.core.retrieval import RetrievalSettings
+from citeline.settings import (
+    BUNDLED_MODEL_RETRIEVAL,
+    OWN_MODEL_RETRIEVAL,
+    Settings,
+    load_settings,
+    snake_case,
+)
+from conftest import REPO
 
 
 def test_precedence_defaults_then_toml_then_overrides(tmp_path: Path) -> None:
@@ -70,3 +85,44 @@ def test_answer_mode_is_checked(tmp_path: Path) -> None:
     assert warnings == [
         "unknown answer mode 'poetic' (known: auto, extractive, generative); using 'generative'"
     ]
+
+
+def test_the_defaults_are_what_loading_gives_and_follow_the_model(tmp_path: Path) -> None:
+    assert Settings().retrieval == BUNDLED_MODEL_RETRIEVAL
+    assert load_settings(tmp_path)[0] == Settings()
+    own, _ = load_settings(tmp_path, {"embedding": {"model": "/models/bge.gguf"}})
+    assert own.retrieval == OWN_MODEL_RETRIEVAL
+    tuned, _ = load_settings(
+        tmp_path, {"embedding": {"model": "/m.gguf"}, "retrieval": {"keywordWeight": 0.8}}
+    )
+    assert tuned.retrieval.keyword_weight == 0.8 and tuned.retrieval.rrf_k == 60.0
+
+
+# The VS Code settings the client keeps for itself (not part of the server's settings).
+CLIENT_ONLY = {"server.command", "server.python", "folders", "hover.mode", "answers.history"}
+CLIENT_ONLY |= {"trace.server"}
+
+
+def test_vscode_shows_the_servers_defaults_or_none_where_the_model_decides() -> None:
+    manifest = json.loads((REPO / "editor-clients" / "vscode" / "package.json").read_text())
+    properties = manifest["contributes"]["configuration"]["properties"]
+    model_dependent = {
+        f.name
+        for f in dataclasses.fields(RetrievalSettings)
+        if getattr(BUNDLED_MODEL_RETRIEVAL, f.name) != getattr(OWN_MODEL_RETRIEVAL, f.name)
+    }
+    checked = 0
+    for key, spec in properties.items():
+        name = key.removeprefix("citeline.")
+        if name in CLIENT_ONLY:
+            continue
+        section, field = name.split(".")
+        python = snake_case(field)
+        default = getattr(getattr(Settings(), section), python)
+        if section == "retrieval" and python in model_dependent:
+            assert spec["default"] is None, f"{key}: the default follows the embedding model"
+            assert "null" in spec["type"] and "embedding model" in spec["markdownDescription"]
+        else:
+            assert spec["default"] == default, f"{key}: VS Code shows {spec['default']!r}"
+        checked += 1
+    assert checked >= 15

@@ -34,6 +34,21 @@ EMBEDDING_PRESETS: dict[str, tuple[str, str]] = {
 }
 
 
+# Retrieval defaults follow the embedding model (measured in docs/quality.md):
+# - the bundled all-MiniLM-L6-v2 is English-only and weaker than BM25 on its own, so
+#   keyword and dense count equally, and Chinese/Japanese/Korean questions use
+#   keyword search alone (MiniLM maps CJK text to near-identical vectors);
+# - a model the user brings is presumed stronger and multilingual (bge, e5, nomic,
+#   Qwen3-Embedding…): dense leads and keywords weigh half, as equal-weight fusion
+#   is known to lose to a strong dense model alone (Pyserini, BEIR FiQA).
+BUNDLED_MODEL_RETRIEVAL = RetrievalSettings(
+    rrf_k=10.0, dense_weight=1.0, keyword_weight=1.0, dense_for_cjk=False
+)
+OWN_MODEL_RETRIEVAL = RetrievalSettings(
+    rrf_k=60.0, dense_weight=1.0, keyword_weight=0.5, dense_for_cjk=True
+)
+
+
 @dataclass(frozen=True)
 class EmbeddingSettings:
     model: str = ""  # path to a GGUF embedding model; empty = bundled all-MiniLM-L6-v2
@@ -84,7 +99,7 @@ class Settings:
     embedding: EmbeddingSettings = field(default_factory=EmbeddingSettings)
     chunking: ChunkSettings = field(default_factory=ChunkSettings)
     search: SearchSettings = field(default_factory=SearchSettings)
-    retrieval: RetrievalSettings = field(default_factory=RetrievalSettings)
+    retrieval: RetrievalSettings = BUNDLED_MODEL_RETRIEVAL  # follows the model: load_settings
     reranking: RerankingSettings = field(default_factory=RerankingSettings)
     index: IndexSettings = field(default_factory=IndexSettings)
     generation: GenerationSettings = field(default_factory=GenerationSettings)
@@ -101,7 +116,8 @@ class Settings:
 T = TypeVar("T")
 
 
-def _snake(key: str) -> str:
+def snake_case(key: str) -> str:
+    """``maxCost`` -> ``max_cost``: editors send camelCase, TOML has snake_case."""
     return "".join("_" + c.lower() if c.isupper() else c for c in key)
 
 
@@ -112,7 +128,7 @@ def merge(base: T, values: Mapping[str, Any], where: str, warnings: list[str]) -
     fields = {f.name for f in dataclasses.fields(base)}
     changes: dict[str, Any] = {}
     for raw_key, value in values.items():
-        key = _snake(raw_key)
+        key = snake_case(raw_key)
         label = f"{where}.{raw_key}" if where else raw_key
         if key not in fields:
             warnings.append(f"unknown setting {label!r} ignored")
@@ -172,21 +188,6 @@ def read_settings_file(docs_root: Path, warnings: list[str]) -> Mapping[str, Any
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         warnings.append(f"{path}: {exc}; using defaults")
         return {}
-
-
-# Retrieval defaults follow the embedding model (measured in docs/quality.md):
-# - the bundled all-MiniLM-L6-v2 is English-only and weaker than BM25 on its own, so
-#   keyword and dense count equally, and Chinese/Japanese/Korean questions use
-#   keyword search alone (MiniLM maps CJK text to near-identical vectors);
-# - a model the user brings is presumed stronger and multilingual (bge, e5, nomic,
-#   Qwen3-Embedding…): dense leads and keywords weigh half, as equal-weight fusion
-#   is known to lose to a strong dense model alone (Pyserini, BEIR FiQA).
-BUNDLED_MODEL_RETRIEVAL = RetrievalSettings(
-    rrf_k=10.0, dense_weight=1.0, keyword_weight=1.0, dense_for_cjk=False
-)
-OWN_MODEL_RETRIEVAL = RetrievalSettings(
-    rrf_k=60.0, dense_weight=1.0, keyword_weight=0.5, dense_for_cjk=True
-)
 
 
 def load_settings(docs_root: Path, *overrides: Mapping[str, Any]) -> tuple[Settings, list[str]]:

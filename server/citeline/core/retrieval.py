@@ -44,11 +44,15 @@ Mode = Literal["hybrid", "dense", "keyword"]
 
 @dataclass(frozen=True)
 class RetrievalSettings:
+    """How hits are found and fused.  The fusion's values depend on the embedding
+    model, so they have no defaults here: ``citeline.settings`` defines them once,
+    for the bundled model and for a model the user brings."""
+
+    rrf_k: float
+    dense_weight: float
+    keyword_weight: float
+    dense_for_cjk: bool  # the embedder understands Chinese/Japanese/Korean
     mode: str = "hybrid"  # "hybrid", "dense" or "keyword"
-    rrf_k: float = 60.0
-    dense_weight: float = 1.0
-    keyword_weight: float = 1.0
-    dense_for_cjk: bool = True  # the embedder understands Chinese/Japanese/Korean
     candidates: int = 50  # taken from each method before fusion
 
 
@@ -75,7 +79,7 @@ class Retriever:
         self,
         index: DocumentIndex,
         embedder: Embedder,
-        settings: RetrievalSettings | None = None,
+        settings: RetrievalSettings,
         reranker: Callable[[], Reranker | None] | None = None,
         rerank_candidates: int = 10,
     ) -> None:
@@ -83,7 +87,7 @@ class Retriever:
         reranker that cannot load fails searches, not the index."""
         self.index = index
         self.embedder = embedder
-        self.settings = settings or RetrievalSettings()
+        self.settings = settings
         self.reranker = reranker
         self.rerank_candidates = rerank_candidates
 
