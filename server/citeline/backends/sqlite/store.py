@@ -19,6 +19,7 @@ leaves either the old or the new version of each file, never a mix.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import sqlite3
@@ -339,18 +340,12 @@ class SqliteStore:
 
     # -- transactions -------------------------------------------------------
 
-    class _Tx:
-        def __init__(self, db: sqlite3.Connection) -> None:
-            self._db = db
-
-        def __enter__(self) -> None:
-            self._db.execute("BEGIN IMMEDIATE")
-
-        def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
-            if exc_type is None:
-                self._db.execute("COMMIT")
-            else:
-                self._db.execute("ROLLBACK")
-
-    def _transaction(self) -> SqliteStore._Tx:
-        return SqliteStore._Tx(self._db)
+    @contextlib.contextmanager
+    def _transaction(self) -> Iterator[None]:
+        self._db.execute("BEGIN IMMEDIATE")
+        try:
+            yield
+        except BaseException:
+            self._db.execute("ROLLBACK")
+            raise
+        self._db.execute("COMMIT")
