@@ -44,6 +44,7 @@ from citeline.core.answering.evidence import distinct_evidence, is_evidence
 from citeline.core.answering.results import Evidence
 from citeline.core.answering.settings import AnswerSettings
 from citeline.core.answering.units import Unit
+from citeline.core.scripts import is_cjk
 from citeline.evaluation import datasets, runner
 from citeline.settings import load_settings
 
@@ -93,7 +94,7 @@ def collect(args: argparse.Namespace) -> list[Row]:
     answer = settings.answer
     rows: list[Row] = []
     for done, query in enumerate(evalset.queries, start=1):
-        cjk = keywords.is_cjk(query.text)
+        cjk = is_cjk(query.text)
         use_dense = settings.retrieval.dense_for_cjk or not cjk
         hits = workspace.retriever.search(query.text, k=3 * answer.candidates)
         variants = [(hits[: answer.candidates], False)]

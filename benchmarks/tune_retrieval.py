@@ -82,7 +82,7 @@ def main() -> None:
             print(f"\rquerying {n}/{len(evalset.queries)}", end="", file=sys.stderr)
     print(f"\nqueries: {time.perf_counter() - started:.1f} s", file=sys.stderr)
     all_ids = {cid for ids in (*dense.values(), *keyword.values()) for cid in ids}
-    paths = {cid: c.path for cid, c in workspace.index.store.chunks_by_id(list(all_ids)).items()}
+    paths = {cid: c.path for cid, c in workspace.index.chunks_by_id(list(all_ids)).items()}
 
     def to_docs(ids: list[int]) -> list[str]:
         ranked: list[str] = []

@@ -30,7 +30,7 @@ from citeline.core.answering.prompt import build_messages
 from citeline.core.answering.results import Evidence
 from citeline.core.answering.verification import VerifySettings, block_spans, support, verify
 from citeline.core.documents import Chunk, Hit
-from citeline.core.scripts import detect_language
+from citeline.core.scripts import detect_language, is_cjk
 from citeline.evaluation import datasets
 from citeline.settings import load_settings
 
@@ -51,7 +51,7 @@ def generate(args: argparse.Namespace) -> None:
                 continue
             language = detect_language(query.text)
             hits = workspace.retriever.search(query.text, answer.candidates)
-            cjk = keywords.is_cjk(query.text)
+            cjk = is_cjk(query.text)
             above = [h for h in hits if is_evidence(h, answer, cjk)]
             evidence = select_evidence(
                 above, answer, generator.context_size // 2, generator.count_tokens, language

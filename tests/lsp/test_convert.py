@@ -11,7 +11,6 @@ from citeline.lsp.convert import (
     located,
     md_escape,
     path_to_uri,
-    relative_to,
     uri_to_path,
 )
 
@@ -42,13 +41,6 @@ def test_uris_round_trip_with_spaces_and_non_ascii() -> None:
     assert uri_to_path(uri + "#page=3") == path
     assert uri_to_path("untitled:Untitled-1") is None
     assert uri_to_path("file://otherhost/x") is None
-
-
-def test_relative_to_gives_forward_slashes_or_none(tmp_path: Path) -> None:
-    (tmp_path / "a" / "b").mkdir(parents=True)
-    assert relative_to(tmp_path, tmp_path / "a" / "b" / "c.md") == "a/b/c.md"
-    assert relative_to(tmp_path / "a", tmp_path / "x.md") is None
-    assert relative_to(tmp_path, tmp_path) is None
 
 
 def test_line_ranges_cover_whole_lines_zero_based() -> None:

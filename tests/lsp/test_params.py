@@ -2,46 +2,64 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from pygls.exceptions import JsonRpcInvalidParams
 
-from citeline.lsp import params as p
+from citeline.lsp.params import (
+    command_args,
+    folder_param,
+    int_param,
+    object_params,
+    string_param,
+    token_param,
+)
 
 
 def test_objects_and_unknown_keys() -> None:
-    assert p.as_object("m", None, ("a",)) == {}
-    assert p.as_object("m", [], ("a",)) == {}
-    assert p.as_object("m", {"a": 1, "partialResultToken": "t"}, ("a",))["a"] == 1
+    assert object_params("m", None, ("a",)) == {}
+    assert object_params("m", [], ("a",)) == {}
+    assert object_params("m", {"a": 1, "partialResultToken": "t"}, ("a",))["a"] == 1
     with pytest.raises(JsonRpcInvalidParams, match="unknown parameter"):
-        p.as_object("m", {"a": 1, "b": 2}, ("a",))
+        object_params("m", {"a": 1, "b": 2}, ("a",))
     with pytest.raises(JsonRpcInvalidParams, match="must be an object"):
-        p.as_object("m", ["x"], ("a",))
+        object_params("m", ["x"], ("a",))
 
 
 def test_text() -> None:
-    assert p.text("m", {"q": "hi"}, "q", required=True) == "hi"
-    assert p.text("m", {}, "q", required=False) is None
+    assert string_param("m", {"q": "hi"}, "q", required=True) == "hi"
+    assert string_param("m", {}, "q", required=False) is None
     for bad in ({}, {"q": 3}, {"q": "  "}):
         with pytest.raises(JsonRpcInvalidParams):
-            p.text("m", bad, "q", required=True)
+            string_param("m", bad, "q", required=True)
 
 
 def test_integer_and_tokens() -> None:
-    assert p.integer("m", {"k": 3}, "k", low=1, high=10) == 3
-    assert p.integer("m", {}, "k", low=1, high=10) is None
+    assert int_param("m", {"k": 3}, "k", low=1, high=10) == 3
+    assert int_param("m", {}, "k", low=1, high=10) is None
     for bad in ("3", True, 0, 11, 2.5):
         with pytest.raises(JsonRpcInvalidParams):
-            p.integer("m", {"k": bad}, "k", low=1, high=10)
-    assert p.progress_token("m", {"t": 4}, "t") == 4
-    assert p.progress_token("m", {"t": "x"}, "t") == "x"
+            int_param("m", {"k": bad}, "k", low=1, high=10)
+    assert token_param("m", {"t": 4}, "t") == 4
+    assert token_param("m", {"t": "x"}, "t") == "x"
     with pytest.raises(JsonRpcInvalidParams):
-        p.progress_token("m", {"t": [1]}, "t")
+        token_param("m", {"t": [1]}, "t")
 
 
 def test_positional_arguments() -> None:
-    assert p.positional("c", ("q",), ["q", "k"], 1) == ["q", None]
-    assert p.positional("c", ("q", 3), ["q", "k"], 1) == ["q", 3]
+    assert command_args("c", ("q",), ["q", "k"], 1) == ["q", None]
+    assert command_args("c", ("q", 3), ["q", "k"], 1) == ["q", 3]
     with pytest.raises(JsonRpcInvalidParams, match="expected 1 to 2"):
-        p.positional("c", (), ["q", "k"], 1)
+        command_args("c", (), ["q", "k"], 1)
     with pytest.raises(JsonRpcInvalidParams):
-        p.positional("c", ("a", "b", "c"), ["q", "k"], 1)
+        command_args("c", ("a", "b", "c"), ["q", "k"], 1)
+
+
+def test_a_folder_is_named_by_a_file_uri() -> None:
+    assert folder_param("m", {"folder": "file:///home/me/notes"}, "folder") == Path(
+        "/home/me/notes"
+    )
+    assert folder_param("m", {}, "folder") is None
+    with pytest.raises(JsonRpcInvalidParams, match="file:// URI"):
+        folder_param("m", {"folder": "https://example.com/notes"}, "folder")

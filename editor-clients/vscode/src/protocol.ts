@@ -199,6 +199,13 @@ export interface FileError {
   message: string;
 }
 
+export interface ModelNames {
+  embedding?: string | null;
+  generation?: string | null;
+  reranking?: string | null;
+}
+
+/** A folder's status: the same object `citeline status --json` prints, plus its URI. */
 export interface FolderStatus {
   uri: FolderUri;
   state: FolderState;
@@ -207,13 +214,22 @@ export interface FolderStatus {
   /** Files waiting to be (re)indexed. */
   pending: number;
   errors: FileError[];
-  /** Not in the contract; shown when a server sends it. */
+  /** Why the folder is in state "error". */
   message?: string;
+  /** The folder's path, and where its index lives. */
+  docs?: string;
+  index?: string;
+  models?: ModelNames;
+  /** Null until the folder's index is open. */
+  dimension?: number | null;
+  chunking?: string;
+  /** When a file was last indexed (ISO 8601), null if never. */
+  last_update?: string | null;
 }
 
 export interface StatusResult {
   folders: FolderStatus[];
-  models?: { embedding?: string | null; generation?: string | null; reranking?: string | null };
+  models?: ModelNames;
 }
 
 // ---------------------------------------------------------------------------
@@ -226,6 +242,7 @@ export interface ReindexParams {
   folder?: FolderUri;
 }
 
+/** A folder's ingest report: what `citeline index --json` prints, plus its URI. */
 export interface ReindexFolderReport {
   uri: FolderUri;
   files: number;
@@ -234,6 +251,10 @@ export interface ReindexFolderReport {
   reused: number;
   removed: number;
   errors: FileError[] | number;
+  files_changed?: number;
+  files_removed?: number;
+  cancelled?: boolean;
+  seconds?: number;
 }
 
 export interface ReindexResult {

@@ -114,7 +114,7 @@ class Retriever:
 
     def unknown_terms(self, terms: Sequence[str]) -> set[str]:
         """The terms no chunk of this index contains."""
-        _, frequencies = self.index.store.document_frequencies(terms)
+        _, frequencies = self.index.document_frequencies(terms)
         return {t for t in terms if not frequencies.get(t)}
 
     # -- search ------------------------------------------------------------------

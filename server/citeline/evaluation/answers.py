@@ -27,12 +27,12 @@ import re
 import statistics
 from collections.abc import Callable, Sequence
 
-from citeline.app import Workspace
 from citeline.core.answering.flow import EXTRACTIVE, GENERATIVE
 from citeline.core.answering.results import Answer
 from citeline.core.answering.verification import VerifySettings, verify
 from citeline.evaluation.datasets import EvalQuery, EvalSet
 from citeline.evaluation.off_topic import OFF_TOPIC_QUESTIONS
+from citeline.service.workspace import Workspace
 
 MODES = (EXTRACTIVE, GENERATIVE)
 Progress = Callable[[int, int, str], None]

@@ -21,8 +21,10 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from citeline.service.errors import ServiceError
 
-class DatasetError(Exception):
+
+class DatasetError(ServiceError):
     """An evaluation file is missing or malformed; one line for the user."""
 
 
@@ -138,3 +140,12 @@ def load_questions(path: Path) -> EvalSet:
             EvalQuery(str(row.get("id", number)), question, relevant, tuple(map(str, answers)))
         )
     return EvalSet(path.name, queries)
+
+
+def load(kind: str, path: Path, split: str = "test") -> EvalSet:
+    """An evaluation set of ``kind`` ``beir``, ``squad`` or ``questions``."""
+    if kind == "beir":
+        return load_beir(path, split)
+    if kind == "squad":
+        return load_squad(path)
+    return load_questions(path)

@@ -12,21 +12,21 @@ from __future__ import annotations
 import hashlib
 import statistics
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from citeline.app import Workspace
 from citeline.core.answering.evidence import is_evidence
 from citeline.core.answering.settings import AnswerSettings
 from citeline.core.documents import Hit
+from citeline.core.ingest import ProgressCallback
 from citeline.core.scripts import is_cjk
 from citeline.evaluation.datasets import EvalQuery, EvalSet
 from citeline.evaluation.metrics import METRICS, average
+from citeline.service.workspace import Workspace
 
 METHODS = ("dense", "keyword", "hybrid")
 RERANKED = "reranked"
-Progress = Callable[[int, int, str], None]
 
 
 def corpus_folder(cache_root: Path, evalset: EvalSet) -> Path:
@@ -117,15 +117,15 @@ def run_retrieval(
     evalset: EvalSet,
     methods: Sequence[str] = METHODS,
     depth: int = 100,
-    progress: Progress | None = None,
+    progress: ProgressCallback | None = None,
 ) -> dict[str, MethodResult]:
     results = {m: MethodResult() for m in methods}
     for done, query in enumerate(evalset.queries, start=1):
         for method in methods:
             started = time.perf_counter()
             reranked = method == RERANKED
-            hits = workspace.retriever.search(
-                query.text, k=depth, mode="hybrid" if reranked else method, rerank=reranked
+            hits = workspace.search(
+                query.text, depth, mode="hybrid" if reranked else method, rerank=reranked
             )
             seconds = time.perf_counter() - started
             results[method].per_query[query.id] = QueryResult(
@@ -172,7 +172,7 @@ def off_topic_refused(
 ) -> float:
     refused = 0
     for question in questions:
-        hits = workspace.retriever.search(question, k=candidates)
+        hits = workspace.search(question, candidates)
         if not any(is_evidence(h, settings, is_cjk(question)) for h in hits):
             refused += 1
     return round(refused / max(1, len(questions)), 4)

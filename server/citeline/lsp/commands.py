@@ -10,12 +10,12 @@ import cattrs
 from lsprotocol import types
 from pygls.lsp.server import LanguageServer
 
-from citeline.lsp import params as p
-from citeline.lsp.ask import run_ask
+from citeline.lsp.ask import answer_request
 from citeline.lsp.errors import invalid_params, reported
-from citeline.lsp.reindex import run_reindex
-from citeline.lsp.search import MAX_K, run_search
-from citeline.lsp.status import build_status
+from citeline.lsp.params import command_args, folder_param, int_param, string_param
+from citeline.lsp.reindex import reindex_request
+from citeline.lsp.search import MAX_K, search_request
+from citeline.lsp.status import status_json
 
 if TYPE_CHECKING:
     from citeline.lsp.server import CitelineServer
@@ -30,7 +30,7 @@ OPEN_CITATION = "citeline.openCitation"
 
 
 def _text(command: str, value: object, name: str, *, required: bool) -> str | None:
-    return p.text(command, {name: value}, name, required=required)
+    return string_param(command, {name: value}, name, required=required)
 
 
 def _client_shows_documents(ls: CitelineServer) -> bool:
@@ -78,35 +78,37 @@ def register(ls: CitelineServer) -> None:
     @ls.command(ASK)
     @reported(ASK)
     async def ask(ls: LanguageServer, *args: Any) -> dict[str, Any]:
-        question, folder = p.positional(ASK, args, ["question", "folder"], 1)
+        question, folder = command_args(ASK, args, ["question", "folder"], 1)
         text = _text(ASK, question, "question", required=True)
         assert text is not None
-        named = _text(ASK, folder, "folder", required=False)
-        return await run_ask(_citeline(ls), text.strip(), named, None)
+        named = folder_param(ASK, {"folder": folder}, "folder")
+        return await answer_request(_citeline(ls), text, named, None)
 
     @ls.command(SEARCH)
     @reported(SEARCH)
     async def search(ls: LanguageServer, *args: Any) -> dict[str, Any]:
-        query, k = p.positional(SEARCH, args, ["query", "k"], 1)
+        query, k = command_args(SEARCH, args, ["query", "k"], 1)
         text = _text(SEARCH, query, "query", required=True)
         assert text is not None
-        count = p.integer(SEARCH, {"k": k}, "k", low=1, high=MAX_K)
-        return await run_search(_citeline(ls), text, count, None)
+        count = int_param(SEARCH, {"k": k}, "k", low=1, high=MAX_K)
+        return {"hits": await search_request(_citeline(ls), text, count, None)}
 
     @ls.command(REINDEX)
     @reported(REINDEX)
     async def reindex(ls: LanguageServer, *args: Any) -> dict[str, Any]:
-        (folder,) = p.positional(REINDEX, args, ["folder"], 0)
-        return await run_reindex(_citeline(ls), _text(REINDEX, folder, "folder", required=False))
+        (folder,) = command_args(REINDEX, args, ["folder"], 0)
+        return await reindex_request(
+            _citeline(ls), folder_param(REINDEX, {"folder": folder}, "folder")
+        )
 
     @ls.command(STATUS)
     @reported(STATUS)
     async def status(ls: LanguageServer, *args: Any) -> dict[str, Any]:
-        p.positional(STATUS, args, [], 0)
-        return build_status(_citeline(ls))
+        command_args(STATUS, args, [], 0)
+        return status_json(_citeline(ls))
 
     @ls.command(OPEN_CITATION)
     @reported(OPEN_CITATION)
     async def open_citation_command(ls: LanguageServer, *args: Any) -> bool:
-        (citation,) = p.positional(OPEN_CITATION, args, ["citation"], 1)
+        (citation,) = command_args(OPEN_CITATION, args, ["citation"], 1)
         return await open_citation(_citeline(ls), citation)

@@ -31,24 +31,6 @@ def uri_to_path(uri: str) -> Path | None:
     return Path(unquote(parts.path))
 
 
-def folder_key(path: Path) -> str:
-    """One spelling per folder, for comparing folders named by different URIs or paths."""
-    try:
-        return str(path.expanduser().resolve())
-    except OSError:
-        return str(path.expanduser().absolute())
-
-
-def relative_to(root: Path, path: Path) -> str | None:
-    """``path`` relative to ``root`` with forward slashes, or None when outside it."""
-    try:
-        rel = path.resolve().relative_to(root.resolve())
-    except (ValueError, OSError):
-        return None
-    text = rel.as_posix()
-    return None if text == "." else text
-
-
 def line_range(start_line: int | None, end_line: int | None) -> JsonRange:
     if start_line is None:
         return {"start": {"line": 0, "character": 0}, "end": {"line": 0, "character": 0}}

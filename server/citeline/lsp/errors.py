@@ -10,34 +10,19 @@ from typing import Any, ParamSpec, TypeVar
 
 from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
 
-from citeline.app import WorkspaceError
-from citeline.backends.llama.encoder import LlamaModelError
-from citeline.backends.llama.generator import GenerationError
-from citeline.core.store import StoreError
-from citeline.lsp.workers import WorkerStopped
-from citeline.models import ModelError
+from citeline.service.errors import EXPECTED_ERRORS
 
 log = logging.getLogger(__name__)
 
 REQUEST_FAILED = -32803  # LSP: the request was well formed but could not be served
 INTERNAL_ERROR = -32603
 
-# Problems a user can act on: the message is shown as is.
-EXPECTED_ERRORS: tuple[type[Exception], ...] = (
-    WorkspaceError,
-    LlamaModelError,  # the embedding model or the reranker
-    GenerationError,
-    StoreError,
-    ModelError,
-    WorkerStopped,
-)
-
 P = ParamSpec("P")
 R = TypeVar("R")
 
 
 class RequestFailed(JsonRpcException):
-    """A well-formed request that cannot be served now (no folder, folder broken...)."""
+    """A well-formed request that cannot be served now (an expected error)."""
 
     CODE = REQUEST_FAILED
     MESSAGE = "Request failed"
@@ -52,7 +37,7 @@ def to_response_error(name: str, exc: Exception) -> JsonRpcException:
     if isinstance(exc, JsonRpcException):
         log.info("%s: %s", name, exc.message)
         return exc
-    if isinstance(exc, EXPECTED_ERRORS):
+    if isinstance(exc, EXPECTED_ERRORS):  # the user can act on it: the message as is
         log.warning("%s failed: %s", name, exc)
         return RequestFailed(message=str(exc))
     log.error("%s failed", name, exc_info=exc)

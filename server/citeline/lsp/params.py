@@ -7,15 +7,17 @@ A wrong type, a missing required key or an unknown key is an InvalidParams error
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping
+from pathlib import Path
 from typing import Any
 
+from citeline.lsp.convert import uri_to_path
 from citeline.lsp.errors import invalid_params
 
 # Keys any request may carry (LSP's WorkDoneProgressParams / PartialResultParams).
 MIXINS = frozenset({"workDoneToken", "partialResultToken"})
 
 
-def as_object(method: str, params: object, allowed: Collection[str]) -> Mapping[str, Any]:
+def object_params(method: str, params: object, allowed: Collection[str]) -> Mapping[str, Any]:
     """``params`` as an object with only ``allowed`` keys (``None`` = empty)."""
     if params is None:
         return {}
@@ -29,7 +31,7 @@ def as_object(method: str, params: object, allowed: Collection[str]) -> Mapping[
     return params
 
 
-def text(method: str, params: Mapping[str, Any], key: str, *, required: bool) -> str | None:
+def string_param(method: str, params: Mapping[str, Any], key: str, *, required: bool) -> str | None:
     value = params.get(key)
     if value is None:
         if required:
@@ -42,7 +44,9 @@ def text(method: str, params: Mapping[str, Any], key: str, *, required: bool) ->
     return value
 
 
-def integer(method: str, params: Mapping[str, Any], key: str, *, low: int, high: int) -> int | None:
+def int_param(
+    method: str, params: Mapping[str, Any], key: str, *, low: int, high: int
+) -> int | None:
     value = params.get(key)
     if value is None:
         return None
@@ -53,7 +57,7 @@ def integer(method: str, params: Mapping[str, Any], key: str, *, low: int, high:
     return value
 
 
-def progress_token(method: str, params: Mapping[str, Any], key: str) -> str | int | None:
+def token_param(method: str, params: Mapping[str, Any], key: str) -> str | int | None:
     value = params.get(key)
     if value is None:
         return None
@@ -62,7 +66,7 @@ def progress_token(method: str, params: Mapping[str, Any], key: str) -> str | in
     return value
 
 
-def positional(method: str, args: tuple[Any, ...], names: list[str], required: int) -> list[Any]:
+def command_args(method: str, args: tuple[Any, ...], names: list[str], required: int) -> list[Any]:
     """Command arguments, checked for count; missing optional ones are None."""
     if len(args) < required or len(args) > len(names):
         wanted = f"{required}" if required == len(names) else f"{required} to {len(names)}"
@@ -70,3 +74,14 @@ def positional(method: str, args: tuple[Any, ...], names: list[str], required: i
             f"{method}: expected {wanted} argument(s) ({', '.join(names)}), got {len(args)}"
         )
     return list(args) + [None] * (len(names) - len(args))
+
+
+def folder_param(method: str, params: Mapping[str, Any], key: str) -> Path | None:
+    """The documents folder a request names by its ``file://`` URI, or None."""
+    uri = string_param(method, params, key, required=False)
+    if uri is None:
+        return None
+    path = uri_to_path(uri)
+    if path is None:
+        raise invalid_params(f"{method}: {key!r} must be a file:// URI")
+    return path

@@ -1,9 +1,9 @@
 """``citeline/search`` and ``textDocument/hover``: passages with links to their place.
 
-Searches run on the index worker as urgent tasks, ahead of (and in between)
-indexing work.  Hover searches with the selection the client sends in
-``params.citeline.selection``, else the sentence under the cursor, else the
-line, and answers Markdown with the top passages.
+Searching (which folders, merging, threads) is the service's (``Service.search``).
+Hover searches with the selection the client sends in ``params.citeline.selection``,
+else the sentence under the cursor, else the line, and answers Markdown with the
+top passages.
 """
 
 from __future__ import annotations
@@ -11,17 +11,16 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types
 
-from citeline.lsp import params as p
-from citeline.lsp.ask import no_folders_error, resolve_folder
-from citeline.lsp.convert import hover_markdown, located, uri_to_path
-from citeline.lsp.errors import EXPECTED_ERRORS, reported
+from citeline.lsp.convert import hover_markdown, located, path_to_uri, uri_to_path
+from citeline.lsp.errors import reported
+from citeline.lsp.params import folder_param, int_param, object_params, string_param
 
 if TYPE_CHECKING:
-    from citeline.lsp.folders import Folder
     from citeline.lsp.server import CitelineServer
 
 log = logging.getLogger(__name__)
@@ -32,48 +31,12 @@ HOVER_PASSAGES = 3
 MAX_QUERY_CHARS = 1000
 
 
-async def search_folders(
-    ls: CitelineServer, query: str, k: int, folders: Sequence[Folder], rerank: bool = True
+async def search_request(
+    ls: CitelineServer, query: str, k: int | None, folder: Path | None, *, rerank: bool = True
 ) -> list[dict[str, Any]]:
-    """The top ``k`` hits over ``folders``, merged by score, with uri/range/folder.
-
-    ``rerank=False`` skips a configured reranker (hover stays fast)."""
-    strict = len(folders) == 1
-
-    def work() -> list[dict[str, Any]]:  # index thread
-        found: list[dict[str, Any]] = []
-        for folder in folders:
-            try:
-                hits = ls.folders.workspace(folder).retriever.search(query, k, rerank=rerank)
-            except EXPECTED_ERRORS as exc:
-                if strict:
-                    raise
-                log.warning("%s: cannot search: %s", folder.name, exc)
-                continue
-            found.extend(located(h.to_json(), folder.root, folder.uri) for h in hits)
-        return found
-
-    hits = await ls.index_worker.call(work, urgent=True)
-    if len(folders) > 1:
-        # the reranker's scores compare across folders when every hit has one
-        key = "rerank" if all(h["rerank"] is not None for h in hits) else "score"
-        hits.sort(key=lambda h: -float(h[key]))
-        hits = hits[:k]
-        for rank, hit in enumerate(hits, start=1):
-            hit["rank"] = rank
-    return hits
-
-
-async def run_search(
-    ls: CitelineServer, query: str, k: int | None, folder_uri: str | None
-) -> dict[str, Any]:
-    named = resolve_folder(ls, SEARCH, folder_uri)
-    folders = [named] if named is not None else list(ls.folders)
-    if not folders:
-        raise no_folders_error()
-    if k is None:
-        k = folders[0].settings.search.top_k
-    return {"hits": await search_folders(ls, query, k, folders)}
+    """The hits as the client gets them: with ``uri``, ``range`` and ``folder``."""
+    found = await ls.service.search(query, k, folder, rerank=rerank)
+    return [located(f.hit.to_json(), f.folder.root, path_to_uri(f.folder.root)) for f in found]
 
 
 # -- hover ---------------------------------------------------------------------
@@ -151,12 +114,12 @@ def register(ls: CitelineServer) -> None:
     @ls.feature(SEARCH)
     @reported(SEARCH)
     async def search(ls: CitelineServer, params: Any) -> dict[str, Any]:
-        args = p.as_object(SEARCH, params, ("query", "k", "folder"))
-        query = p.text(SEARCH, args, "query", required=True)
+        args = object_params(SEARCH, params, ("query", "k", "folder"))
+        query = string_param(SEARCH, args, "query", required=True)
         assert query is not None
-        k = p.integer(SEARCH, args, "k", low=1, high=MAX_K)
-        folder = p.text(SEARCH, args, "folder", required=False)
-        return await run_search(ls, query, k, folder)
+        k = int_param(SEARCH, args, "k", low=1, high=MAX_K)
+        folder = folder_param(SEARCH, args, "folder")
+        return {"hits": await search_request(ls, query, k, folder)}
 
     @ls.feature(types.TEXT_DOCUMENT_HOVER)
     @reported(types.TEXT_DOCUMENT_HOVER)
@@ -167,10 +130,9 @@ def register(ls: CitelineServer) -> None:
             query = " ".join(selection.split())[:MAX_QUERY_CHARS]
         else:
             query = _cursor_text(ls, params)
-        folders = list(ls.folders)
-        if not query or not folders:
+        if not query or not len(ls.service.folders):
             return None
-        hits = await search_folders(ls, query, HOVER_PASSAGES + 1, folders, rerank=False)
+        hits = await search_request(ls, query, HOVER_PASSAGES + 1, None, rerank=False)
         hits = [h for h in hits if not _at_cursor(h, params)][:HOVER_PASSAGES]
         if not hits:
             return None

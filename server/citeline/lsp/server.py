@@ -14,7 +14,7 @@ import logging
 import os
 import sys
 import typing
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -32,10 +32,13 @@ from pygls.protocol import (
 from citeline import __version__
 from citeline.app import ModelPool
 from citeline.lsp import ask, commands, reindex, search, session, status
-from citeline.lsp.convert import folder_key
-from citeline.lsp.folders import Folders
+from citeline.lsp.diagnostics import DiagnosticsPublisher
+from citeline.lsp.progress import WorkDone
 from citeline.lsp.status import StatusNotifier
-from citeline.lsp.workers import Worker
+from citeline.service.events import Progress
+from citeline.service.folders import Folder, folder_key
+from citeline.service.service import Service
+from citeline.service.workspace import Backends
 
 log = logging.getLogger(__name__)
 
@@ -132,9 +135,10 @@ class ClientLogHandler(logging.Handler):
 
 
 class CitelineServer(LanguageServer):
-    """The language server and what it owns: folders, workers, models, status."""
+    """The language server: the service it fronts, and what the editor sees of it
+    (status notifications, diagnostics, progress, warnings: the service's events)."""
 
-    def __init__(self, docs: Iterable[Path] = ()) -> None:
+    def __init__(self, docs: Iterable[Path] = (), backends: Backends | None = None) -> None:
         super().__init__(
             "citeline",
             __version__,
@@ -148,11 +152,9 @@ class CitelineServer(LanguageServer):
         self.folders_setting: list[Path] | None = None
         self.workspace_roots: list[Path] = []
         self.deferred_warnings: list[str] = []
-        self.models = ModelPool()
-        self.index_worker = Worker("index")
-        self.generation_worker = Worker("generation")
-        self.folders = Folders(self)
+        self.service = Service(backends or ModelPool(), events=self)
         self.status = StatusNotifier(self)
+        self.diagnostics = DiagnosticsPublisher(self)
         self._log_handler: ClientLogHandler | None = None
 
     def wanted_roots(self) -> list[Path]:
@@ -161,6 +163,22 @@ class CitelineServer(LanguageServer):
         keys = {folder_key(r) for r in roots}
         roots.extend(d for d in self.cli_docs if folder_key(d) not in keys)
         return roots
+
+    # -- the service's events -----------------------------------------------------------
+
+    def status_changed(self, *, immediate: bool = False) -> None:
+        self.status.changed(immediate=immediate)
+
+    def file_errors_changed(self, folder: Folder) -> None:
+        self.diagnostics.publish(folder)
+
+    def folder_removed(self, folder: Folder) -> None:
+        self.diagnostics.clear(folder)
+
+    def start_progress(
+        self, title: str, on_cancel: Callable[[], None], message: str | None
+    ) -> Progress:
+        return WorkDone(self, title, on_cancel, message=message)
 
     def show_warnings(self, where: str | None, warnings: Iterable[str]) -> None:
         for warning in warnings:
@@ -188,25 +206,12 @@ class CitelineServer(LanguageServer):
         log.error("%s: %s", getattr(source, "__name__", source), error)
 
     def stop_workers(self) -> None:
-        for folder in list(self.folders):
-            folder.closed = True
-            folder.cancel.set()
-            if folder.watcher is not None:
-                folder.watcher.stop()
-        self.index_worker.submit(self._close_workspaces)
-        for worker in (self.index_worker, self.generation_worker):
-            if not worker.stop(STOP_TIMEOUT):
-                log.warning("the %s worker did not stop in time", worker.name)
-
-    def _close_workspaces(self) -> None:  # index thread
-        for folder in list(self.folders):
-            if folder.workspace is not None:
-                folder.workspace.close()
-                folder.workspace = None
+        self.service.stop(STOP_TIMEOUT)
 
 
-def build_server(docs: Iterable[Path] = ()) -> CitelineServer:
-    ls = CitelineServer(docs)
+def build_server(docs: Iterable[Path] = (), backends: Backends | None = None) -> CitelineServer:
+    """The server with every area's handlers; ``backends`` default to the real models."""
+    ls = CitelineServer(docs, backends)
     session.register(ls)
     status.register(ls)
     ask.register(ls)

@@ -20,10 +20,8 @@ from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types
 
-from citeline.core.loaders import is_supported
 from citeline.lsp.convert import uri_to_path
 from citeline.lsp.errors import log_failures
-from citeline.settings import SETTINGS_FILE
 
 if TYPE_CHECKING:
     from citeline.lsp.server import CitelineServer
@@ -150,7 +148,8 @@ def register(ls: CitelineServer) -> None:
             ls.deferred_warnings.extend(warnings)
         ls.show_warnings(None, ls.deferred_warnings)
         ls.deferred_warnings.clear()
-        ls.folders.reconcile(ls.wanted_roots())
+        ls.service.settings_changed(ls.editor_settings)
+        ls.service.serve(ls.wanted_roots())
         ls.status.changed(immediate=True)
 
     @ls.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
@@ -169,8 +168,8 @@ def register(ls: CitelineServer) -> None:
         ls.editor_settings = layer
         ls.folders_setting = folders
         ls.show_warnings(None, warnings)
-        ls.folders.reload_settings()
-        ls.folders.reconcile(ls.wanted_roots())
+        ls.service.settings_changed(layer)
+        ls.service.serve(ls.wanted_roots())
 
     @ls.feature(types.WORKSPACE_DID_CHANGE_WORKSPACE_FOLDERS)
     def did_change_workspace_folders(
@@ -183,19 +182,13 @@ def register(ls: CitelineServer) -> None:
             if path is not None and path not in roots:
                 roots.append(path)
         ls.workspace_roots = roots
-        ls.folders.reconcile(ls.wanted_roots())
+        ls.service.serve(ls.wanted_roots())
 
     @ls.feature(types.TEXT_DOCUMENT_DID_SAVE)
     def did_save(ls: CitelineServer, params: types.DidSaveTextDocumentParams) -> None:
         path = uri_to_path(params.text_document.uri)
-        found = ls.folders.containing(path) if path is not None else None
-        if found is None:
-            return
-        folder, rel = found
-        if rel == SETTINGS_FILE:
-            ls.folders.reload_settings(folder)
-        elif is_supported(Path(rel)) and not any(part.startswith(".") for part in rel.split("/")):
-            ls.folders.schedule(folder, [rel], now=True)
+        if path is not None:
+            ls.service.saved(path)
 
     # Registered so that clients send open/close/change: hover reads unsaved text.
     @ls.feature(types.TEXT_DOCUMENT_DID_OPEN)
@@ -211,4 +204,4 @@ def register(ls: CitelineServer) -> None:
     async def shutdown(ls: CitelineServer, params: None) -> None:
         log.info("shutting down")
         ls.status.enabled = False
-        await ls.folders.close_all(SHUTDOWN_TIMEOUT)
+        await ls.service.shutdown(SHUTDOWN_TIMEOUT)

@@ -1,7 +1,8 @@
 """``citeline/status``: the request, and the notification sent whenever it changes.
 
-Status is built from state the event loop keeps (never touching a worker), so it
-answers at once while a folder is indexing or an answer is generating.  The
+Status is the service's (``Service.status``: built from state the event loop
+keeps, so it answers at once while a folder is indexing or an answer is
+generating); each folder's entry is its ``FolderStatus`` with its URI.  The
 notification goes out at once when a folder's state changes and at most a few
 times a second for count updates while indexing.
 """
@@ -12,9 +13,9 @@ import asyncio
 import logging
 from typing import TYPE_CHECKING, Any
 
-from citeline.app import generation_model_name, reranker_name
-from citeline.lsp import params as p
+from citeline.lsp.convert import path_to_uri
 from citeline.lsp.errors import reported
+from citeline.lsp.params import object_params
 
 if TYPE_CHECKING:
     from citeline.lsp.server import CitelineServer
@@ -25,18 +26,11 @@ STATUS = "citeline/status"
 NOTIFY_INTERVAL = 0.25
 
 
-def build_status(ls: CitelineServer) -> dict[str, Any]:
-    folders = list(ls.folders)
-    embedding: str | None = None
-    generation: str | None = None
-    reranking: str | None = None
-    for folder in folders:
-        embedding = embedding or folder.embedding_model
-        generation = generation or generation_model_name(folder.settings.generation)
-        reranking = reranking or reranker_name(folder.settings.reranking)
+def status_json(ls: CitelineServer) -> dict[str, Any]:
+    status = ls.service.status()
     return {
-        "folders": [f.status_json() for f in folders],
-        "models": {"embedding": embedding, "generation": generation, "reranking": reranking},
+        "folders": [{"uri": path_to_uri(f.docs), **f.to_json()} for f in status.folders],
+        "models": status.models.to_json(),
     }
 
 
@@ -62,7 +56,7 @@ class StatusNotifier:
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
-        status = build_status(self.ls)
+        status = status_json(self.ls)
         if status == self._last or not status["folders"]:
             return  # nothing to report until a folder is open
         self._last = status
@@ -73,5 +67,5 @@ def register(ls: CitelineServer) -> None:
     @ls.feature(STATUS)
     @reported(STATUS)
     async def status(ls: CitelineServer, params: Any) -> dict[str, Any]:
-        p.as_object(STATUS, params, ())
-        return build_status(ls)
+        object_params(STATUS, params, ())
+        return status_json(ls)

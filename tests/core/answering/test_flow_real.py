@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from citeline.app import ModelPool, Workspace, open_workspace
+from citeline.app import ModelPool, open_workspace
 from citeline.core.generation import Generator
+from citeline.service.workspace import Workspace
 from citeline.settings import Settings
 from conftest import CountingEmbedder
 
@@ -118,7 +119,7 @@ def test_answerable_question_is_answered_with_the_sentence_that_holds_the_answer
     assert answer.timings["first_text"] is not None
     assert answer.timings["total"] >= answer.timings["retrieval"]
     # the ask was recorded, with paths relative to the folder
-    record = json.loads((workspace.index.index_dir / "asks.jsonl").read_text().splitlines()[-1])
+    record = json.loads((workspace.index_dir / "asks.jsonl").read_text().splitlines()[-1])
     assert record["question"].startswith("How often")
     assert record["mode"] == "extractive" and "generation" not in record["models"]
     assert all(not h["path"].startswith("/") for h in record["hits"])
@@ -144,7 +145,7 @@ def test_generative_answers_keep_only_sentences_their_evidence_supports(
         assert answer.fallback == "unsupported"
     assert answer.citations and "kitchen.md" in {c.path for c in answer.citations}
     assert {c.n for c in answer.citations} <= {e.n for e in answer.evidence}
-    record = json.loads((workspace.index.index_dir / "asks.jsonl").read_text().splitlines()[-1])
+    record = json.loads((workspace.index_dir / "asks.jsonl").read_text().splitlines()[-1])
     assert record["models"]["generation"].endswith(".gguf")
     assert "/" not in record["models"]["generation"]
     assert record["prompt"][1]["content"].count("[1]") >= 1

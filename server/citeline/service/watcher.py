@@ -2,10 +2,11 @@
 
 Neovim on Linux offers no file watching to servers, and editors that do only see
 what they have open, so the daemon watches each folder itself.  Events are
-reduced to relative document paths (both ends of a move) and handed to the
-event loop, which debounces them into batches; a directory created, deleted or
-moved asks for a rescan instead, since its files may never get events of their
-own.  Hidden paths and the index folder are ignored.
+reduced to relative document paths (both ends of a move, judged by the folder's
+``DocumentFilter`` from the path alone) and handed to the event loop, which
+debounces them into batches; a directory created, deleted or moved asks for a
+rescan instead, since its files may never get events of their own.  Hidden paths
+and the index folder are ignored.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from watchdog.events import FileSystemEvent, FileSystemEventHandler
 from watchdog.observers import Observer
 from watchdog.observers.api import BaseObserver
 
-from citeline.core.loaders import is_supported
+from citeline.core.walking import DocumentFilter
 from citeline.settings import SETTINGS_FILE
 
 log = logging.getLogger(__name__)
@@ -37,17 +38,12 @@ class FolderWatcher:
 
     def __init__(
         self,
-        root: Path,
-        index_dir: Path,
+        documents: DocumentFilter,
         on_change: ChangeCallback,
         loop: asyncio.AbstractEventLoop,
     ) -> None:
-        self.root = root.resolve()
-        try:
-            index_rel = index_dir.resolve().relative_to(self.root).as_posix()
-        except ValueError:
-            index_rel = None
-        self._handler = _Handler(self.root, index_rel, on_change, loop)
+        self.root = documents.root
+        self._handler = _Handler(documents, on_change, loop)
         self._observer: BaseObserver | None = None
 
     def start(self) -> None:
@@ -67,29 +63,21 @@ class FolderWatcher:
 class _Handler(FileSystemEventHandler):
     def __init__(
         self,
-        root: Path,
-        index_rel: str | None,
+        documents: DocumentFilter,
         on_change: ChangeCallback,
         loop: asyncio.AbstractEventLoop,
     ) -> None:
-        self.root = root
-        self.index_rel = index_rel
+        self.documents = documents
         self.on_change = on_change
         self.loop = loop
 
     def relative(self, path: str | bytes) -> str | None:
         """The path relative to the root, or None when it is outside, hidden or the index's."""
         try:
-            rel = Path(os.fsdecode(path)).relative_to(self.root).as_posix()
+            rel = Path(os.fsdecode(path)).relative_to(self.documents.root).as_posix()
         except ValueError:
             return None
-        if rel in ("", "."):
-            return None
-        if any(part.startswith(".") for part in rel.split("/")):
-            return None
-        if self.index_rel and (rel == self.index_rel or rel.startswith(self.index_rel + "/")):
-            return None
-        return rel
+        return rel if self.documents.visible(rel) else None
 
     def on_any_event(self, event: FileSystemEvent) -> None:
         if event.event_type in _IGNORED_EVENTS:
@@ -107,7 +95,7 @@ class _Handler(FileSystemEventHandler):
             changed: set[str] = set()
             rescan, settings = True, False
         else:
-            changed = {r for r in rels if is_supported(Path(r))}
+            changed = {r for r in rels if self.documents.candidate(r)}
             rescan = False
             settings = SETTINGS_FILE in rels
             if not changed and not settings:

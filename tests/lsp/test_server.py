@@ -8,18 +8,7 @@ from typing import Any
 from lsprotocol import types
 
 from citeline.lsp.server import _Rejected, build_server
-
-
-class Capture:
-    def __init__(self) -> None:
-        self.sent: list[dict[str, Any]] = []
-
-    def write(self, data: bytes) -> None:
-        body = data.split(b"\r\n\r\n", 1)[1]
-        self.sent.append(json.loads(body))
-
-    def close(self) -> None:
-        pass
+from recording import JsonCapture
 
 
 def parse(protocol: Any, message: dict[str, Any]) -> Any:
@@ -28,7 +17,7 @@ def parse(protocol: Any, message: dict[str, Any]) -> Any:
 
 def test_malformed_params_of_a_standard_request_get_an_invalid_params_response() -> None:
     ls = build_server()
-    capture = Capture()
+    capture = JsonCapture()
     ls.protocol.set_writer(capture)
     message = parse(
         ls.protocol,
@@ -45,8 +34,7 @@ def test_malformed_params_of_a_standard_request_get_an_invalid_params_response()
     assert response["id"] == 7
     assert response["error"]["code"] == -32602
     assert "textDocument/hover" in response["error"]["message"]
-    ls.index_worker.stop(5)
-    ls.generation_worker.stop(5)
+    ls.service.stop(5)
 
 
 def test_hover_extension_field_is_kept_for_the_handler() -> None:
@@ -66,8 +54,7 @@ def test_hover_extension_field_is_kept_for_the_handler() -> None:
     )
     assert isinstance(message.params, types.HoverParams)
     assert ls.protocol._hover_extras["h1"] == {"selection": "chosen words"}
-    ls.index_worker.stop(5)
-    ls.generation_worker.stop(5)
+    ls.service.stop(5)
 
 
 def test_custom_request_params_stay_plain_json() -> None:
@@ -77,5 +64,4 @@ def test_custom_request_params_stay_plain_json() -> None:
         {"jsonrpc": "2.0", "id": 1, "method": "citeline/ask", "params": {"question": "q?"}},
     )
     assert message.params == {"question": "q?"}
-    ls.index_worker.stop(5)
-    ls.generation_worker.stop(5)
+    ls.service.stop(5)

@@ -7,6 +7,10 @@ ones (opening a folder, ingest batches, closing), and a long normal task lets
 queued urgent tasks in by calling :meth:`Worker.run_urgent` between steps, which
 the ingest progress callback does after every committed file.  Within one queue,
 tasks run in the order they were submitted, so concurrent asks queue fairly.
+
+:class:`Workers` holds the two and states the one rule for using them together:
+:meth:`Workers.generate` runs work on the generation worker whose every index
+access (retrieval, the folder's workspace) is an urgent task on the index worker.
 """
 
 from __future__ import annotations
@@ -19,6 +23,8 @@ from collections.abc import Callable
 from concurrent.futures import Future
 from typing import Any, TypeVar
 
+from citeline.service.errors import ServiceError
+
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
@@ -26,7 +32,7 @@ T = TypeVar("T")
 _Task = tuple[Future[Any], Callable[[], Any]]
 
 
-class WorkerStopped(RuntimeError):
+class WorkerStopped(ServiceError):
     """The worker was stopped before the task could run."""
 
 
@@ -67,14 +73,6 @@ class Worker:
                 task = self._urgent.popleft()
             self._run(task)
 
-    @property
-    def on_worker_thread(self) -> bool:
-        return threading.current_thread() is self._thread
-
-    def pending(self) -> int:
-        with self._ready:
-            return len(self._urgent) + len(self._normal)
-
     def stop(self, timeout: float | None = None) -> bool:
         """Finish the queued tasks, then end the thread.  True if it ended in time."""
         with self._ready:
@@ -108,3 +106,42 @@ class Worker:
             future.set_exception(exc)
         else:
             future.set_result(result)
+
+
+OnIndex = Callable[[Callable[[], T]], T]
+"""Runs a function on the index worker (urgent) and waits for its result."""
+
+
+class Workers:
+    """The index worker and the generation worker."""
+
+    def __init__(self) -> None:
+        self.index = Worker("index")
+        self.generation = Worker("generation")
+
+    async def generate(self, work: Callable[[OnIndex[Any]], T], cancel: threading.Event) -> T:
+        """Run ``work`` on the generation worker, with retrieval on the index worker.
+
+        ``work`` receives ``on_index``: every function it passes there runs on the
+        index worker as an urgent task (overtaking indexing between files), while the
+        generation worker waits for its result.  So the folder's workspace is only
+        ever touched by the index worker, and the generator only by the generation
+        worker.  If the awaiting task is cancelled, ``cancel`` is set (generation
+        stops at its next token) and a queued ``work`` never starts.
+        """
+
+        def on_index(fn: Callable[[], Any]) -> Any:
+            return self.index.submit(fn, urgent=True).result()
+
+        future = self.generation.submit(lambda: work(on_index))
+        try:
+            return await asyncio.wrap_future(future)
+        except asyncio.CancelledError:
+            cancel.set()
+            future.cancel()
+            raise
+
+    def stop(self, timeout: float) -> None:
+        for worker in (self.index, self.generation):
+            if not worker.stop(timeout):
+                log.warning("the %s worker did not stop in time", worker.name)

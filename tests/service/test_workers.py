@@ -7,7 +7,7 @@ from concurrent.futures import CancelledError
 
 import pytest
 
-from citeline.lsp.workers import Worker, WorkerStopped
+from citeline.service.workers import Worker, WorkerStopped
 
 
 def test_tasks_run_in_order_and_urgent_first() -> None:

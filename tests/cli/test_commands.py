@@ -1,4 +1,4 @@
-"""The command line, run as a user runs it: a separate process, real model, real files."""
+"""The commands, run as a user runs them: a separate process, real model, real files."""
 
 from __future__ import annotations
 
@@ -72,8 +72,9 @@ def test_index_search_status_json(samples: Path) -> None:
 
     status = json.loads(run("status", "--docs", str(samples), "--json").stdout)
     assert status["files"] == report["files"] and status["chunks"] == report["chunks"]
-    assert status["dimension"] == 384 and status["model"].endswith(".gguf")
+    assert status["dimension"] == 384 and status["models"]["embedding"].endswith(".gguf")
     assert status["last_update"] and status["errors"] == []
+    assert status["state"] == "ready" and status["docs"] == str(samples.resolve())
 
 
 def test_search_with_a_reranker(samples: Path, reranker_path: Path) -> None:
@@ -96,7 +97,7 @@ def test_search_with_a_reranker(samples: Path, reranker_path: Path) -> None:
     status = json.loads(
         run("status", "--docs", str(samples), "--json", "--reranker", str(reranker_path)).stdout
     )
-    assert status["reranker"] == reranker_path.name
+    assert status["models"]["reranking"] == reranker_path.name
 
 
 def test_readable_search_has_clickable_locations(samples: Path) -> None:

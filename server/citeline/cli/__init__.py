@@ -1,0 +1,138 @@
+"""The command-line front end: index, search, ask, status, eval, serve, demo.
+
+The only package allowed to print.  ``commands`` parses nothing: each command
+opens a folder's :class:`~citeline.service.workspace.Workspace` through the
+composition root, calls it and prints what comes back.  Expected problems
+(``citeline.service.errors``: a missing folder, a bad model, a damaged index)
+are one line on stderr and exit status 2, never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+from collections.abc import Callable, Sequence
+
+from citeline import __version__
+from citeline.cli import commands
+from citeline.service.errors import EXPECTED_ERRORS
+
+EXIT_ERROR = 2
+
+
+def _configure_logging(verbose: bool) -> None:
+    logging.basicConfig(
+        level=logging.DEBUG if verbose else logging.WARNING,
+        format="citeline: %(levelname)s: %(message)s",
+        stream=sys.stderr,
+    )
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="citeline",
+        description="Ask questions of your own documents and get answers that cite the place.",
+    )
+    parser.add_argument("--version", action="version", version=f"citeline {__version__}")
+    parser.add_argument("-v", "--verbose", action="store_true", help="log details to stderr")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    def docs_option(command: argparse.ArgumentParser, default: str | None = ".") -> None:
+        command.add_argument("--docs", default=default, help="documents folder (default: current)")
+        command.add_argument("--model", help="GGUF embedding model (default: bundled MiniLM)")
+        command.add_argument("--reranker", help="GGUF reranker model (default: none)")
+
+    def json_option(command: argparse.ArgumentParser) -> None:
+        command.add_argument("--json", action="store_true", help="print one JSON object")
+
+    def no_update_option(command: argparse.ArgumentParser) -> None:
+        command.add_argument(
+            "--no-update", action="store_true", help="do not update the index first"
+        )
+
+    command = sub.add_parser("index", help="build or update the index of a documents folder")
+    docs_option(command)
+    json_option(command)
+    command.set_defaults(run=commands.run_index)
+
+    command = sub.add_parser("search", help="search the indexed documents")
+    command.add_argument("query")
+    docs_option(command)
+    command.add_argument("-k", type=int, default=0, help="number of results")
+    no_update_option(command)
+    json_option(command)
+    command.set_defaults(run=commands.run_search)
+
+    command = sub.add_parser("ask", help="answer a question from the documents, with citations")
+    command.add_argument("question")
+    docs_option(command)
+    no_update_option(command)
+    json_option(command)
+    command.set_defaults(run=commands.run_ask)
+
+    command = sub.add_parser("status", help="what the index holds")
+    docs_option(command)
+    json_option(command)
+    command.set_defaults(run=commands.run_status)
+
+    command = sub.add_parser("serve", help="run the language server (LSP over stdio by default)")
+    command.add_argument(
+        "--docs", action="append", default=[], help="documents folder (repeatable)"
+    )
+    command.add_argument(
+        "--tcp", metavar="[HOST:]PORT", help="serve over TCP (default host 127.0.0.1)"
+    )
+    command.add_argument("--log-file", help="also write the log to this file")
+    command.add_argument("--stdio", action="store_true", help="serve over stdio (the default)")
+    command.set_defaults(run=commands.run_serve)
+
+    command = sub.add_parser(
+        "eval", help="measure retrieval quality on a benchmark or your questions"
+    )
+    command.add_argument("kind", choices=["beir", "squad", "questions"])
+    command.add_argument("path", help="BEIR folder, SQuAD JSON file, or questions JSONL file")
+    command.add_argument("--split", default="test", help="BEIR qrels split (default: test)")
+    command.add_argument("--docs", help="documents folder (for `questions`)")
+    command.add_argument("--model", help="GGUF embedding model (default: bundled MiniLM)")
+    command.add_argument("--reranker", help="GGUF reranker model: adds a `reranked` block")
+    command.add_argument("--limit", type=int, default=0, help="only the first N queries")
+    command.add_argument(
+        "--answers",
+        type=int,
+        default=0,
+        metavar="N",
+        help="also answer the first N questions and score the answers",
+    )
+    command.add_argument(
+        "--modes",
+        default="extractive,generative",
+        help="answer modes to score with --answers (default: extractive,generative)",
+    )
+    command.add_argument("--work", help="where benchmark corpora are written and indexed")
+    json_option(command)
+    command.set_defaults(run=commands.run_eval)
+
+    command = sub.add_parser("demo", help="index the bundled sample documents, search and ask them")
+    docs_option(command, default=None)
+    command.add_argument("question", nargs="?", default=None)
+    command.set_defaults(run=commands.run_demo)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    _configure_logging(args.verbose)
+    run: Callable[[argparse.Namespace], int] = args.run
+    try:
+        return run(args)
+    except EXPECTED_ERRORS as exc:
+        print(f"citeline: error: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    except KeyboardInterrupt:
+        print("citeline: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1

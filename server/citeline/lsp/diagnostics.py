@@ -1,0 +1,57 @@
+"""Documents that could not be indexed, as warnings in the editor.
+
+After each ingest batch a folder's load errors (``Folder.errors``) are published
+as ``textDocument/publishDiagnostics`` on the documents themselves, and cleared
+when they go away or the folder is no longer served.  Only changes are sent.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from lsprotocol import types
+
+from citeline.lsp.convert import path_to_uri
+from citeline.service.folders import Folder
+
+if TYPE_CHECKING:
+    from pygls.lsp.server import LanguageServer
+
+
+class DiagnosticsPublisher:
+    def __init__(self, ls: LanguageServer) -> None:
+        self.ls = ls
+        self._shown: dict[str, dict[str, str]] = {}  # folder key -> {path: message}
+
+    def publish(self, folder: Folder) -> None:
+        """Show the folder's current errors, sending only what changed."""
+        shown = self._shown.get(folder.key, {})
+        current = dict(folder.errors)
+        for rel, message in current.items():
+            if shown.get(rel) != message:
+                self._send(folder, rel, message)
+        for rel in shown.keys() - current.keys():
+            self._send(folder, rel, None)
+        self._shown[folder.key] = current
+
+    def clear(self, folder: Folder) -> None:
+        """Take back everything shown for the folder."""
+        for rel in self._shown.pop(folder.key, {}):
+            self._send(folder, rel, None)
+
+    def _send(self, folder: Folder, rel: str, message: str | None) -> None:
+        diagnostics = []
+        if message is not None:
+            diagnostics.append(
+                types.Diagnostic(
+                    range=types.Range(types.Position(0, 0), types.Position(0, 0)),
+                    message=message,
+                    severity=types.DiagnosticSeverity.Warning,
+                    source="citeline",
+                )
+            )
+        self.ls.text_document_publish_diagnostics(
+            types.PublishDiagnosticsParams(
+                uri=path_to_uri(folder.root / rel), diagnostics=diagnostics
+            )
+        )

@@ -1,0 +1,265 @@
+"""Keeping folders fresh: changes collected, debounced and indexed as one batch.
+
+Changes reach a folder from its watcher, from editor saves and from reindex
+requests.  They collect in the folder's :class:`IngestQueue` and run as one
+ingest batch on the index worker after a quiet spell (or at most a few seconds
+after the first change), so a save storm or a checkout of hundreds of files is
+one batch, planned once.  Only one batch per folder runs at a time; what arrives
+meanwhile is the next batch.  While a batch runs, the folder's counts follow it
+and searches get in between files; after it, the folder's load errors go to the
+front end (diagnostics).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from citeline.core.ingest import IngestReport
+from citeline.service.errors import ServiceError
+from citeline.service.events import Events, Progress
+from citeline.service.status import FolderStatus
+from citeline.service.workers import Workers
+from citeline.service.workspace import Workspace
+
+if TYPE_CHECKING:
+    from citeline.service.folders import Folder
+
+log = logging.getLogger(__name__)
+
+QUIET_SECONDS = 0.3  # a batch starts after this long without a new change…
+MAX_WAIT_SECONDS = 2.0  # …or this long after the first change of a burst
+PROGRESS_MIN_FILES = 20  # smaller watcher batches do not show progress
+COUNTS_INTERVAL = 0.25  # seconds between count refreshes while indexing
+
+
+@dataclass(eq=False)
+class IngestQueue:
+    """A folder's ingest work: waiting for the next batch, and the batch running now."""
+
+    pending: set[str] = field(default_factory=set)
+    rescan: bool = False
+    urgent: bool = False
+    want_progress: bool = False
+    waiters: list[asyncio.Future[IngestReport]] = field(default_factory=list)
+    running: bool = False
+    in_flight: int = 0
+    cancel: threading.Event = field(default_factory=threading.Event)
+    timer: asyncio.TimerHandle | None = None
+    burst_started: float | None = None
+
+    @property
+    def pending_count(self) -> int:
+        return len(self.pending) + self.in_flight
+
+    @property
+    def idle(self) -> bool:
+        return not (self.running or self.pending or self.rescan or self.timer is not None)
+
+
+class IngestScheduler:
+    def __init__(
+        self, workers: Workers, events: Events, open_workspace: Callable[[Folder], Workspace]
+    ) -> None:
+        """``open_workspace`` gives a folder's workspace on the index worker."""
+        self.workers = workers
+        self.events = events
+        self.open_workspace = open_workspace
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    def schedule(
+        self,
+        folder: Folder,
+        paths: Iterable[str] | None,
+        *,
+        now: bool = False,
+        progress: bool = False,
+    ) -> None:
+        """Queue ``paths`` (None: the whole folder) for the folder's next batch."""
+        queue = folder.queue
+        if folder.closed:
+            return
+        if paths is None:
+            queue.rescan = True
+        else:
+            queue.pending.update(paths)
+        queue.want_progress = queue.want_progress or progress
+        queue.urgent = queue.urgent or now
+        self.events.status_changed()
+        if now:
+            self._flush(folder)
+        else:
+            self._arm(folder)
+
+    async def run_now(self, folder: Folder, paths: Iterable[str] | None) -> IngestReport:
+        """Bring ``paths`` (None: the whole folder) up to date now; the batch's report."""
+        waiter: asyncio.Future[IngestReport] = asyncio.get_running_loop().create_future()
+        folder.queue.waiters.append(waiter)
+        self.schedule(folder, paths, now=True, progress=paths is None)
+        return await waiter
+
+    def abandon(self, folder: Folder) -> None:
+        """Drop a folder's work: its timer, its running batch (cancelled), its waiters."""
+        queue = folder.queue
+        queue.cancel.set()
+        if queue.timer is not None:
+            queue.timer.cancel()
+            queue.timer = None
+        _fail(queue.waiters, ServiceError(f"{folder.root} is no longer served"))
+        queue.waiters = []
+
+    def _arm(self, folder: Folder) -> None:
+        queue = folder.queue
+        loop = asyncio.get_running_loop()
+        now = loop.time()
+        if queue.burst_started is None:
+            queue.burst_started = now
+        due = min(now + QUIET_SECONDS, queue.burst_started + MAX_WAIT_SECONDS)
+        if queue.timer is not None:
+            queue.timer.cancel()
+        queue.timer = loop.call_at(due, self._flush, folder)
+
+    def _flush(self, folder: Folder) -> None:
+        queue = folder.queue
+        if queue.timer is not None:
+            queue.timer.cancel()
+            queue.timer = None
+        queue.burst_started = None
+        if folder.closed or queue.running:
+            return  # a running batch flushes again when it ends
+        if not queue.pending and not queue.rescan:
+            return
+        paths = None if queue.rescan else sorted(queue.pending)
+        progress = queue.want_progress
+        waiters = queue.waiters
+        queue.pending = set()
+        queue.rescan = queue.urgent = queue.want_progress = False
+        queue.waiters = []
+        queue.running = True
+        task = asyncio.get_running_loop().create_task(self._batch(folder, paths, progress, waiters))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _batch(
+        self,
+        folder: Folder,
+        paths: list[str] | None,
+        progress: bool,
+        waiters: list[asyncio.Future[IngestReport]],
+    ) -> None:
+        loop = asyncio.get_running_loop()
+        worker = self.workers.index
+        queue = folder.queue
+        cancel = threading.Event()
+        queue.cancel = cancel
+        queue.in_flight = len(paths) if paths is not None else 0
+        if folder.state != "indexing":
+            folder.state = "indexing"
+            self.events.status_changed(immediate=True)
+        shown: Progress | None = None
+
+        def show_progress(message: str | None) -> Progress:
+            title = f"Citeline: indexing {folder.name}"
+            return self.events.start_progress(title, cancel.set, message)
+
+        if progress:
+            shown = show_progress("scanning…")
+
+        def on_progress_loop(done: int, total: int, rel: str, files: int, chunks: int) -> None:
+            nonlocal shown
+            if folder.closed:
+                return
+            queue.in_flight = max(total - done, 0)
+            folder.files, folder.chunks = files, chunks
+            if shown is None and total >= PROGRESS_MIN_FILES:
+                shown = show_progress(rel)
+            if shown is not None:
+                shown.report(int(100 * done / total) if total else 100, rel)
+            self.events.status_changed()
+
+        last = 0.0
+
+        def on_progress(done: int, total: int, rel: str) -> None:  # index worker
+            nonlocal last
+            worker.run_urgent()  # let searches in between files
+            now = time.monotonic()
+            if done < total and now - last < COUNTS_INTERVAL:
+                return
+            last = now
+            ws = folder.workspace
+            counts = ws.counts() if ws is not None else None
+            files, chunks = (
+                (counts.files, counts.chunks) if counts else (folder.files, folder.chunks)
+            )
+            loop.call_soon_threadsafe(on_progress_loop, done, total, rel, files, chunks)
+
+        def work() -> tuple[IngestReport, FolderStatus]:  # index worker
+            ws = self.open_workspace(folder)
+            report = ws.update(
+                paths, progress=on_progress, cancelled=lambda: cancel.is_set() or folder.closed
+            )
+            return report, ws.status()
+
+        started = time.perf_counter()
+        try:
+            report, opened = await worker.call(work)
+        except Exception as exc:
+            if folder.closed:
+                _fail(waiters, ServiceError(f"{folder.root} is no longer served"))
+                return
+            log.error("%s: indexing failed: %s", folder.name, exc, exc_info=exc)
+            folder.state = "error"
+            folder.message = str(exc) or type(exc).__name__
+            _fail(waiters, exc)
+            if shown is not None:
+                shown.end(f"failed: {folder.message}")
+        else:
+            if folder.closed:
+                _fail(waiters, ServiceError(f"{folder.root} is no longer served"))
+                return
+            folder.state = "ready"
+            folder.message = None
+            folder.opened = opened
+            folder.files, folder.chunks = report.files, report.chunks
+            folder.errors = list(report.errors)
+            self.events.file_errors_changed(folder)
+            for waiter in waiters:
+                if not waiter.done():
+                    waiter.set_result(report)
+            summary = (
+                f"{report.files_changed} changed, {report.files_removed} removed,"
+                f" {report.embedded} embedded"
+            )
+            if report.files_changed or report.files_removed or paths is None:
+                log.info(
+                    "%s: %s%s in %.1fs (%d files, %d chunks)",
+                    folder.name,
+                    summary,
+                    " (cancelled)" if report.cancelled else "",
+                    time.perf_counter() - started,
+                    report.files,
+                    report.chunks,
+                )
+            if shown is not None:
+                shown.end(("cancelled: " if report.cancelled else "") + summary)
+        finally:
+            queue.running = False
+            queue.in_flight = 0
+            if not folder.closed:
+                self.events.status_changed(immediate=True)
+                if queue.pending or queue.rescan:
+                    if queue.urgent:
+                        self._flush(folder)
+                    else:
+                        self._arm(folder)
+
+
+def _fail(waiters: list[asyncio.Future[IngestReport]], exc: BaseException) -> None:
+    for waiter in waiters:
+        if not waiter.done():
+            waiter.set_exception(exc)

@@ -1,0 +1,204 @@
+"""The application the language server fronts: served folders, their indexing,
+and the requests (search, ask, reindex, status), each one method.
+
+Threads: methods are called on the event loop and never block it.  Everything
+that touches a folder's workspace runs on the index worker; answers are written
+on the generation worker (``Workers.generate``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from citeline.core.answering.results import Answer
+from citeline.core.documents import Hit
+from citeline.core.ingest import IngestReport
+from citeline.service.errors import ServiceError
+from citeline.service.events import Events
+from citeline.service.folders import Folder, Folders, ensure_open
+from citeline.service.routing import FolderHit, best_folder, merge_hits
+from citeline.service.scheduler import IngestScheduler
+from citeline.service.status import FolderStatus, ModelNames
+from citeline.service.workers import OnIndex, Workers
+from citeline.service.workspace import Backends, Workspace, answer
+
+log = logging.getLogger(__name__)
+
+NO_FOLDERS = "no documents folder: open a folder, set citeline.folders or start with --docs"
+
+
+@dataclass(frozen=True)
+class Status:
+    folders: list[FolderStatus]
+    models: ModelNames  # the first folder's known model of each kind
+
+
+class Service:
+    def __init__(self, backends: Backends, events: Events) -> None:
+        self.backends = backends
+        self.workers = Workers()
+        self.scheduler = IngestScheduler(
+            self.workers, events, lambda folder: ensure_open(folder, backends)
+        )
+        self.folders = Folders(self.workers, self.scheduler, events)
+
+    # -- routing ----------------------------------------------------------------------
+
+    def folder(self, path: Path | None) -> Folder | None:
+        """The served folder at ``path`` (None for None); an error if it is not served."""
+        if path is None:
+            return None
+        folder = self.folders.get(path)
+        if folder is None:
+            raise ServiceError(f"{path} is not a documents folder Citeline serves")
+        return folder
+
+    def _targets(self, path: Path | None) -> list[Folder]:
+        named = self.folder(path)
+        folders = [named] if named is not None else list(self.folders)
+        if not folders:
+            raise ServiceError(NO_FOLDERS)
+        return folders
+
+    async def route(self, question: str, path: Path | None) -> Folder:
+        """The folder a question goes to: the one named, the only one, or the one whose
+        best passage scores highest (searched on the index worker, urgently)."""
+        folders = self._targets(path)
+        if len(folders) == 1:
+            return folders[0]
+
+        def scored() -> list[tuple[Folder, list[Hit]]]:  # index worker
+            out = []
+            for folder in folders:
+                try:
+                    hits = ensure_open(folder, self.backends).search(question, 1, rerank=False)
+                except Exception as exc:
+                    log.warning("%s: cannot search: %s", folder.name, exc)
+                    continue
+                out.append((folder, hits))
+            return out
+
+        chosen = best_folder(await self.workers.index.call(scored, urgent=True))
+        if chosen is None:
+            raise ServiceError("no documents folder can be searched now")
+        return chosen
+
+    # -- requests ---------------------------------------------------------------------
+
+    async def search(
+        self, query: str, k: int | None, path: Path | None, *, rerank: bool = True
+    ) -> list[FolderHit[Folder]]:
+        """The top ``k`` hits of the folder at ``path``, or of every folder merged.
+
+        ``k`` defaults to the first folder's ``search.top_k``; ``rerank=False`` skips
+        a configured reranker (hover stays fast).  With several folders, one that
+        cannot be searched is left out (and logged).
+        """
+        folders = self._targets(path)
+        count = k if k is not None else folders[0].settings.search.top_k
+
+        def work() -> list[tuple[Folder, list[Hit]]]:  # index worker
+            found = []
+            for folder in folders:
+                try:
+                    ws = ensure_open(folder, self.backends)
+                    found.append((folder, ws.search(query, count, rerank=rerank)))
+                except Exception as exc:
+                    if len(folders) == 1:
+                        raise
+                    log.warning("%s: cannot search: %s", folder.name, exc)
+            return found
+
+        return merge_hits(await self.workers.index.call(work, urgent=True), count)
+
+    async def ask(
+        self,
+        question: str,
+        path: Path | None,
+        on_token: Callable[[str], None] | None = None,
+    ) -> tuple[Folder, Answer]:
+        """Answer ``question`` from the folder it is routed to.
+
+        Asks are answered one at a time, in order, on the generation worker; their
+        retrieval runs on the index worker.  ``on_token`` is called on the event loop
+        with each piece of text as it is written.  Cancelling the awaiting task stops
+        generation at its next token.
+        """
+        folder = await self.route(question, path)
+        settings = folder.settings
+        loop = asyncio.get_running_loop()
+        cancel = threading.Event()
+
+        def send(piece: str) -> None:  # generation worker
+            loop.call_soon_threadsafe(_deliver, on_token, piece, cancel)
+
+        def workspace() -> Workspace:  # index worker
+            return ensure_open(folder, self.backends)
+
+        def work(on_index: OnIndex[Any]) -> Answer:  # generation worker
+            return answer(
+                question,
+                settings,
+                workspace=workspace,
+                on_index=on_index,
+                generator=lambda: self.backends.generator(settings.generation),
+                index_dir=settings.index_dir(folder.root),
+                on_token=send if on_token is not None else None,
+                cancelled=cancel.is_set,
+            )
+
+        try:
+            result = await self.workers.generate(work, cancel)
+        except asyncio.CancelledError:
+            log.info("ask cancelled: %s", question)
+            raise
+        return folder, result
+
+    async def reindex(self, path: Path | None) -> list[tuple[Folder, IngestReport]]:
+        """Bring the folder at ``path`` (None: every folder) up to date now."""
+        folders = self._targets(path)
+        reports = await asyncio.gather(*(self.scheduler.run_now(f, None) for f in folders))
+        return list(zip(folders, reports, strict=True))
+
+    def status(self) -> Status:
+        """Every folder's status, from what the event loop keeps (answers at once)."""
+        folders = [
+            f.status(self.backends.generation_name(f.settings.generation)) for f in self.folders
+        ]
+        embedding = next((s.models.embedding for s in folders if s.models.embedding), None)
+        generation = next((s.models.generation for s in folders if s.models.generation), None)
+        reranking = next((s.models.reranking for s in folders if s.models.reranking), None)
+        return Status(folders, ModelNames(embedding, generation, reranking))
+
+    # -- what the editor reports ------------------------------------------------------
+
+    def serve(self, roots: Iterable[Path]) -> None:
+        """Serve exactly ``roots``."""
+        self.folders.reconcile(roots)
+
+    def saved(self, path: Path) -> None:
+        self.folders.saved(path)
+
+    def settings_changed(self, editor_settings: dict[str, object]) -> None:
+        self.folders.editor_settings = dict(editor_settings)
+        self.folders.reload_settings()
+
+    async def shutdown(self, timeout: float) -> None:
+        """Stop every folder and close its index."""
+        await self.folders.close_all(timeout)
+
+    def stop(self, timeout: float) -> None:
+        """Stop at once (the connection is gone): watchers, indexing, the workers."""
+        self.folders.stop()
+        self.workers.stop(timeout)
+
+
+def _deliver(on_token: Callable[[str], None] | None, piece: str, cancel: threading.Event) -> None:
+    if on_token is not None and not cancel.is_set():
+        on_token(piece)

@@ -1,0 +1,75 @@
+"""One status object for a documents folder, the same for the command line and
+the language server.
+
+``citeline status --json`` prints one :class:`FolderStatus`; ``citeline/status``
+lists one per served folder (with its URI added).  The command line builds it
+from the open index (:meth:`~citeline.service.workspace.Workspace.status`); the
+language server from what its event loop keeps, so it answers at once while a
+folder is indexing or an answer is generating.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+State = Literal["indexing", "ready", "error"]
+
+
+@dataclass(frozen=True)
+class ModelNames:
+    """The models' file names; ``embedding`` is None until the index is open,
+    ``reranking`` None when reranking is off."""
+
+    embedding: str | None = None
+    generation: str | None = None
+    reranking: str | None = None
+
+    def to_json(self) -> dict[str, str | None]:
+        return {
+            "embedding": self.embedding,
+            "generation": self.generation,
+            "reranking": self.reranking,
+        }
+
+
+@dataclass(frozen=True)
+class FolderStatus:
+    docs: Path
+    index: str  # where the index lives: a folder (or, for another backend, a collection)
+    state: State = "ready"
+    message: str | None = None  # why the folder is in state "error"
+    files: int = 0  # documents indexed without error
+    chunks: int = 0
+    pending: int = 0  # files waiting to be (re)indexed
+    errors: tuple[tuple[str, str], ...] = ()  # (path, one-line message)
+    models: ModelNames = field(default_factory=ModelNames)
+    dimension: int | None = None  # of the embedding vectors, once the index is open
+    chunking: str = ""  # the chunk settings' fingerprint
+    last_update: float | None = None  # when a file was last indexed
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "docs": str(self.docs),
+            "index": self.index,
+            "state": self.state,
+            "files": self.files,
+            "chunks": self.chunks,
+            "pending": self.pending,
+            "errors": [{"path": p, "message": m} for p, m in self.errors],
+            "models": self.models.to_json(),
+            "dimension": self.dimension,
+            "chunking": self.chunking,
+            "last_update": _timestamp(self.last_update),
+        }
+        if self.message:
+            out["message"] = self.message
+        return out
+
+
+def _timestamp(seconds: float | None) -> str | None:
+    if seconds is None:
+        return None
+    return time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(seconds))

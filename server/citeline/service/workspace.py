@@ -1,0 +1,216 @@
+"""One documents folder, ready to update, search, answer and report its status.
+
+A :class:`Workspace` is what both front ends use for a folder: the command line
+directly, on its one thread; the language server only on its index worker (see
+``citeline.service.workers``).  It is built by the composition root
+(``citeline.app.open_workspace``), which picks the concrete models and index.
+
+:func:`answer` is the ask flow with Citeline's bookkeeping (the ask log), given
+how to reach the workspace: :meth:`Workspace.ask` calls it directly, the
+language server through its index worker; :func:`answer_mode` resolves ``auto``.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol, TypeVar
+
+from citeline.core.answering.flow import EXTRACTIVE, GENERATIVE, AskContext, ask
+from citeline.core.answering.results import Answer
+from citeline.core.answering.scoring import UnitScorer
+from citeline.core.documents import Hit
+from citeline.core.embedding import Embedder
+from citeline.core.generation import Generator
+from citeline.core.index import DocumentIndex, IndexCounts
+from citeline.core.ingest import Ingestor, IngestReport, ProgressCallback
+from citeline.core.records import record_ask
+from citeline.core.reranking import Reranker
+from citeline.core.retrieval import Retriever
+from citeline.service.status import FolderStatus, ModelNames
+from citeline.service.workers import OnIndex
+from citeline.settings import GenerationSettings, RerankingSettings, Settings
+
+T = TypeVar("T")
+
+
+class Models(Protocol):
+    """The loaded models a workspace shares with others (``citeline.app.ModelPool``)."""
+
+    def generator(self, settings: GenerationSettings) -> Generator: ...
+
+    def reranker(self, settings: RerankingSettings) -> Reranker | None: ...
+
+    def generation_name(self, settings: GenerationSettings) -> str: ...
+
+
+class Backends(Models, Protocol):
+    """What the service needs from the composition root: workspaces and models."""
+
+    def open_workspace(self, docs_root: Path, settings: Settings) -> Workspace: ...
+
+
+def reranker_name(settings: RerankingSettings) -> str | None:
+    """The reranker's file name, or None when reranking is off."""
+    return Path(settings.model).expanduser().name if settings.model else None
+
+
+@dataclass
+class Workspace:
+    """A documents folder with its index.  Use from one thread at a time."""
+
+    docs_root: Path
+    index_dir: Path  # the folder's own index folder (the ask log lives there)
+    settings: Settings
+    models: Models
+    embedder: Embedder
+    index: DocumentIndex
+    ingestor: Ingestor
+    retriever: Retriever
+
+    @property
+    def reranker(self) -> Reranker | None:
+        """The configured reranker (loaded now if need be), or None."""
+        return self.models.reranker(self.settings.reranking)
+
+    def apply_settings(self, settings: Settings) -> None:
+        """Take new settings that keep the index (same embedding, chunking, location)."""
+        self.settings = settings
+        self.retriever.settings = settings.retrieval
+        self.retriever.reranker = functools.partial(self.models.reranker, settings.reranking)
+        self.retriever.rerank_candidates = settings.reranking.candidates
+
+    def update(
+        self,
+        paths: list[str] | None = None,
+        progress: ProgressCallback | None = None,
+        cancelled: Callable[[], bool] | None = None,
+    ) -> IngestReport:
+        """Bring ``paths`` (None: the whole folder) up to date with the disk."""
+        return self.ingestor.update(paths, progress=progress, cancelled=cancelled)
+
+    def search(
+        self, query: str, k: int | None = None, *, mode: str | None = None, rerank: bool = True
+    ) -> list[Hit]:
+        """The best ``k`` hits (default: the ``search.top_k`` setting)."""
+        k = k if k is not None else self.settings.search.top_k
+        return self.retriever.search(query, k, mode=mode, rerank=rerank)
+
+    def ask(
+        self,
+        question: str,
+        on_token: Callable[[str], None] | None = None,
+        cancelled: Callable[[], bool] | None = None,
+        generator: Callable[[], Generator] | None = None,
+    ) -> Answer:
+        """Answer ``question`` from this folder, all on the calling thread; ``generator``
+        replaces the configured generation model."""
+        return answer(
+            question,
+            self.settings,
+            workspace=lambda: self,
+            on_index=_now,
+            generator=generator or self.generator,
+            index_dir=self.index_dir,
+            on_token=on_token,
+            cancelled=cancelled,
+        )
+
+    def generator(self) -> Generator:
+        return self.models.generator(self.settings.generation)
+
+    def counts(self) -> IndexCounts:
+        return self.index.counts()
+
+    def status(self) -> FolderStatus:
+        """What the index holds now, and what built it."""
+        counts = self.index.counts()
+        return FolderStatus(
+            docs=self.docs_root,
+            index=self.index.location,
+            files=counts.files,
+            chunks=counts.chunks,
+            errors=tuple(self.index.file_errors()),
+            models=ModelNames(
+                embedding=self.embedder.name,
+                generation=self.models.generation_name(self.settings.generation),
+                reranking=reranker_name(self.settings.reranking),
+            ),
+            dimension=self.embedder.dimension,
+            chunking=self.settings.chunking.fingerprint(),
+            last_update=self.index.last_update(),
+        )
+
+    def close(self) -> None:
+        self.index.close()
+
+
+def answer_mode(settings: Settings) -> str:
+    """The answer mode to use: ``auto`` resolves by the configured generator.
+
+    The bundled SmolLM2-135M does not follow citation instructions (measured in
+    docs/quality.md), so it answers extractively; a model the user configures
+    writes the answer, and every sentence of it is checked against its evidence.
+    """
+    mode = settings.answer.mode
+    if mode in (EXTRACTIVE, GENERATIVE):
+        return mode
+    return GENERATIVE if settings.generation.model else EXTRACTIVE
+
+
+def answer(
+    question: str,
+    settings: Settings,
+    *,
+    workspace: Callable[[], Workspace],
+    on_index: OnIndex[Any],
+    generator: Callable[[], Generator],
+    index_dir: Path,
+    on_token: Callable[[str], None] | None = None,
+    cancelled: Callable[[], bool] | None = None,
+) -> Answer:
+    """The ask flow for a folder, recorded in its ask log.
+
+    Everything that touches the folder's workspace (retrieval, the unit scorer's
+    term weights and embeddings) goes through ``on_index``: the language server's
+    index worker (``Workers.generate``), or a direct call on the command line.
+    ``generator`` is called only when an answer is written: a refusal or an
+    extractive answer never loads the generation model.
+    """
+
+    def through_index(fn: Callable[[Workspace], Any]) -> Any:
+        return on_index(lambda: fn(workspace()))
+
+    context = AskContext(
+        retrieve=lambda query, k: through_index(lambda ws: ws.search(query, k)),
+        scorer=UnitScorer(
+            lambda terms: through_index(lambda ws: ws.retriever.term_weights(terms)),
+            lambda terms: through_index(lambda ws: ws.retriever.unknown_terms(terms)),
+            lambda text: through_index(lambda ws: ws.embedder.count_tokens(text)),
+            lambda texts: through_index(lambda ws: ws.embedder.embed_documents(texts)),
+            lambda query: through_index(lambda ws: ws.embedder.embed_query(query)),
+        ),
+        generator=generator,
+        settings=settings.answer,
+        mode=answer_mode(settings),
+        dense_for_cjk=settings.retrieval.dense_for_cjk,
+        on_token=on_token,
+        cancelled=cancelled,
+    )
+    result = ask(question, context)
+    if settings.records.asks:
+        models = {"embedding": through_index(lambda ws: ws.embedder.name)}
+        reranker = reranker_name(settings.reranking)
+        if reranker is not None:
+            models["reranking"] = reranker
+        if result.generator_called:
+            models["generation"] = generator().name
+        record_ask(index_dir, result, models)
+    return result
+
+
+def _now(fn: Callable[[], T]) -> T:
+    """Call ``fn`` here: a workspace used from the calling thread."""
+    return fn()

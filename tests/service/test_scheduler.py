@@ -1,0 +1,191 @@
+"""Keeping a folder fresh: the real watcher, registry and debouncer, with a recording
+workspace.
+
+No models: the scheduler's workspace opener gives a fake whose ``update`` records
+each batch, so these tests show how changes on disk become batches.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from citeline.core.index import IndexCounts
+from citeline.core.ingest import IngestReport
+from citeline.service import scheduler as scheduler_module
+from citeline.service.folders import Folder, Folders
+from citeline.service.scheduler import IngestScheduler
+from citeline.service.status import FolderStatus
+from citeline.service.workers import Workers
+from recording import RecordingEvents
+
+
+class FakeWorkspace:
+    """Records update batches; ``errors`` is what the index reports after a batch."""
+
+    def __init__(self) -> None:
+        self.batches: list[list[str] | None] = []
+        self.errors: list[tuple[str, str]] = []
+        self.thread: str | None = None
+
+    def update(
+        self,
+        paths: list[str] | None = None,
+        progress: Callable[[int, int, str], None] | None = None,
+        cancelled: Callable[[], bool] | None = None,
+    ) -> IngestReport:
+        self.thread = threading.current_thread().name
+        self.batches.append(None if paths is None else sorted(paths))
+        for i, path in enumerate(paths or []):
+            if progress:
+                progress(i + 1, len(paths or []), path)
+        report = IngestReport(files_changed=len(paths or []))
+        report.errors = list(self.errors)
+        return report
+
+    def counts(self) -> IndexCounts:
+        return IndexCounts(0, 0)
+
+    def status(self) -> FolderStatus:
+        return FolderStatus(docs=Path("/"), index="fake", dimension=3)
+
+
+@dataclass
+class Setup:
+    folders: Folders
+    scheduler: IngestScheduler
+    events: RecordingEvents
+    fake: FakeWorkspace
+
+
+@pytest.fixture()
+def setup() -> Iterator[Setup]:
+    workers = Workers()
+    events = RecordingEvents()
+    fake = FakeWorkspace()
+    scheduler = IngestScheduler(workers, events, lambda folder: fake)  # type: ignore[arg-type,return-value]
+    yield Setup(Folders(workers, scheduler, events), scheduler, events, fake)
+    workers.stop(5)
+
+
+async def settle(folder: Folder, timeout: float = 30) -> None:
+    """Until nothing is pending or running (checked on the loop, not by sleeping a fixed time)."""
+    deadline = time.monotonic() + timeout
+    while not folder.queue.idle:
+        assert time.monotonic() < deadline, "the folder never settled"
+        await asyncio.sleep(0.05)
+
+
+async def test_a_burst_of_500_new_files_is_one_batch(setup: Setup, tmp_path: Path) -> None:
+    fake = setup.fake
+    folder = setup.folders.add(tmp_path)
+    await settle(folder)
+    assert fake.batches == [None]  # the initial full scan
+    assert fake.thread == "citeline-index"
+    assert setup.events.progress[0].ended is not None  # the start-up scan shows progress
+    for i in range(500):
+        (tmp_path / f"note-{i:03}.md").write_text(f"# Note {i}\n")
+    (tmp_path / ".hidden.md").write_text("ignored")
+    (tmp_path / "picture.png").write_bytes(b"ignored")
+    # Wait for the batches to start and finish.
+    deadline = time.monotonic() + 60
+    while sum(len(b or []) for b in fake.batches[1:]) < 500:
+        assert time.monotonic() < deadline, fake.batches
+        await asyncio.sleep(0.05)
+    await settle(folder)
+    batches = fake.batches[1:]
+    assert len(batches) <= 2, [len(b or []) for b in batches]  # a burst, not 500 re-indexes
+    names = {p for b in batches for p in b or []}
+    assert names == {f"note-{i:03}.md" for i in range(500)}
+    setup.folders.remove(folder)
+
+
+async def test_moves_and_deletes_name_both_ends(setup: Setup, tmp_path: Path) -> None:
+    (tmp_path / "a.md").write_text("a")
+    (tmp_path / "b.md").write_text("b")
+    fake = setup.fake
+    folder = setup.folders.add(tmp_path)
+    await settle(folder)
+    (tmp_path / "a.md").rename(tmp_path / "c.md")
+    (tmp_path / "b.md").unlink()
+    deadline = time.monotonic() + 30
+    while {p for b in fake.batches[1:] for p in b or []} != {"a.md", "b.md", "c.md"}:
+        assert time.monotonic() < deadline, fake.batches
+        await asyncio.sleep(0.05)
+    setup.folders.remove(folder)
+
+
+async def test_a_new_directory_asks_for_a_rescan(setup: Setup, tmp_path: Path) -> None:
+    fake = setup.fake
+    folder = setup.folders.add(tmp_path)
+    await settle(folder)
+    moved_in = tmp_path.parent / f"{tmp_path.name}-elsewhere"
+    moved_in.mkdir()
+    (moved_in / "x.md").write_text("x")
+    moved_in.rename(tmp_path / "sub")
+    deadline = time.monotonic() + 30
+    while fake.batches[1:].count(None) == 0:
+        assert time.monotonic() < deadline, fake.batches
+        await asyncio.sleep(0.05)
+    setup.folders.remove(folder)
+
+
+async def test_saves_are_immediate_and_errors_follow_each_batch(
+    setup: Setup, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(scheduler_module, "QUIET_SECONDS", 30.0)
+    monkeypatch.setattr(scheduler_module, "MAX_WAIT_SECONDS", 60.0)
+    fake = setup.fake
+    folder = setup.folders.add(tmp_path)
+    await settle(folder)
+    fake.errors = [("scan.pdf", "PDF has no text layer (scanned?)")]
+    # as a save does: no debounce wait
+    report = await setup.scheduler.run_now(folder, ["scan.pdf"])
+    assert report.errors == fake.errors
+    assert fake.batches[-1] == ["scan.pdf"]
+    assert setup.events.errors[-1] == fake.errors
+    assert folder.status("g.gguf").to_json()["errors"] == [
+        {"path": "scan.pdf", "message": "PDF has no text layer (scanned?)"}
+    ]
+    fake.errors = []
+    await setup.scheduler.run_now(folder, ["scan.pdf"])
+    assert setup.events.errors[-1] == []
+    setup.folders.remove(folder)
+    assert setup.events.removed == [folder]
+
+
+async def test_an_editor_save_of_a_document_is_scheduled_at_once(
+    setup: Setup, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(scheduler_module, "QUIET_SECONDS", 30.0)
+    monkeypatch.setattr(scheduler_module, "MAX_WAIT_SECONDS", 60.0)
+    folder = setup.folders.add(tmp_path)
+    await settle(folder)
+    for name in ("notes.md", ".hidden.md", "picture.png", ".citeline/x.md"):
+        setup.folders.saved(tmp_path / name)
+    setup.folders.saved(tmp_path.parent / "elsewhere.md")
+    await settle(folder)
+    assert setup.fake.batches[1:] == [["notes.md"]]
+    setup.folders.remove(folder)
+
+
+async def test_a_missing_folder_is_an_error_state_not_a_crash(setup: Setup, tmp_path: Path) -> None:
+    folder = setup.folders.add(tmp_path / "nope")
+    assert folder.state == "error"
+    assert "does not exist" in (folder.message or "")
+    assert folder.status("g.gguf").to_json()["message"] == folder.message
+
+
+async def test_invalid_citeline_toml_is_a_warning(setup: Setup, tmp_path: Path) -> None:
+    (tmp_path / "citeline.toml").write_text("[search]\ntop_k = 'lots'\n")
+    folder = setup.folders.add(tmp_path)
+    assert any("top_k" in w for w in setup.events.warnings)
+    assert folder.settings.search.top_k == 5
+    await settle(folder)
+    setup.folders.remove(folder)
