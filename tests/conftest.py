@@ -1,21 +1,32 @@
-"""Shared fixtures: the real default models, loaded once per session, and a small
-cross-encoder reranker the tests build themselves."""
+"""Shared fixtures: the real default models, loaded once per session; a small
+cross-encoder reranker and a MiniLM conversion the tests build themselves; small corpora."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import shutil
-from collections.abc import Sequence
+import time
+from collections.abc import AsyncIterator, Iterator, Sequence
 from pathlib import Path
 
 import numpy as np
 import pytest
+from lsprotocol import types
 
-from citeline.app import make_embedder, make_generator, make_reranker
+from citeline.app import ModelPool, make_embedder, make_generator, make_reranker
+from citeline.backends.llama.embedder import LlamaEmbedder
 from citeline.core.embedding import Embedder
 from citeline.core.generation import Generator
 from citeline.core.reranking import Reranker
+from citeline.lsp.server import build_server
+from citeline.models.bert_gguf import convert_bert_to_gguf
+from citeline.models.minilm import minilm_source_dir
 from citeline.settings import EmbeddingSettings, GenerationSettings, RerankingSettings
+from corpora import GARDEN, KITCHEN, write_files
+from inprocess import Served, initialize
+from recording import JsonCapture
+from reference_bert import ReferenceBert
 
 REPO = Path(__file__).resolve().parents[1]
 SAMPLES = REPO / "samples"
@@ -84,8 +95,6 @@ def build_cross_encoder(dest: Path, seed: int = 0) -> Path:
     """
     from safetensors.numpy import load_file, save_file
 
-    from citeline.models.minilm import minilm_source_dir
-
     source = minilm_source_dir()
     dest.mkdir(parents=True)
     for name in ("vocab.txt", "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json"):
@@ -114,8 +123,6 @@ def cross_encoder_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="session")
 def reranker_path(cross_encoder_dir: Path) -> Path:
     """The test cross-encoder as a GGUF reranker (F32, so scores match the reference)."""
-    from citeline.models.minilm import convert_bert_to_gguf
-
     target = cross_encoder_dir.parent / "tiny-cross-encoder.f32.gguf"
     convert_bert_to_gguf(cross_encoder_dir, target, f16=False)
     return target
@@ -126,3 +133,62 @@ def real_reranker(reranker_path: Path) -> Reranker:
     reranker = make_reranker(RerankingSettings(model=str(reranker_path)))
     assert reranker is not None
     return reranker
+
+
+@pytest.fixture()
+def models(embedder: CountingEmbedder, real_generator: Generator) -> ModelPool:
+    """The default models, loaded once per session, for workspaces and services."""
+    return ModelPool(
+        embedders={EmbeddingSettings(): embedder},
+        generators={GenerationSettings(): real_generator},
+    )
+
+
+# -- all-MiniLM-L6-v2 converted by the tests themselves (F16, as the default), its
+# numpy reference forward pass, and the embedder over that conversion
+
+
+@pytest.fixture(scope="session")
+def source_dir() -> Path:
+    return minilm_source_dir()
+
+
+@pytest.fixture(scope="session")
+def gguf_path(source_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    target = tmp_path_factory.mktemp("minilm") / "minilm.gguf"
+    convert_bert_to_gguf(source_dir, target, f16=True)
+    return target
+
+
+@pytest.fixture(scope="session")
+def reference(source_dir: Path) -> ReferenceBert:
+    return ReferenceBert(source_dir, max_seq_length=256)
+
+
+@pytest.fixture(scope="session")
+def converted(gguf_path: Path) -> Iterator[LlamaEmbedder]:
+    """The embedder on the tests' own conversion (one thread: reproducible timings)."""
+    with LlamaEmbedder(gguf_path, max_tokens=256, n_threads=1) as model:
+        yield model
+
+
+# -- a language server in this process, serving two small folders
+
+
+@pytest.fixture()
+async def served(tmp_path: Path, models: ModelPool) -> AsyncIterator[Served]:
+    ls = build_server(backends=models)
+    wire = JsonCapture()
+    ls.protocol.set_writer(wire)
+    initialize(ls, types.ClientCapabilities())  # VS Code-like enough: no showDocument
+    garden = write_files(tmp_path / "garden", GARDEN)
+    kitchen = write_files(tmp_path / "kitchen", KITCHEN)
+    ls.service.folders.editor_settings = {"answer": {"max_answer_tokens": 32}}
+    ls.service.serve([garden, kitchen])
+    deadline = time.monotonic() + 600
+    while any(f.state != "ready" or not f.queue.idle for f in ls.service.folders):
+        assert time.monotonic() < deadline, "the folders never got ready"
+        await asyncio.sleep(0.05)
+    yield Served(ls, wire, garden, kitchen)
+    await ls.service.shutdown(30)
+    ls.service.stop(30)

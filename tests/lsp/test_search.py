@@ -1,8 +1,14 @@
-"""What hover searches with: the sentence under the cursor, else the line."""
+"""``citeline/search`` and hover: what hover searches with (the sentence under the
+cursor, else the line), and both handlers as pygls calls them."""
 
 from __future__ import annotations
 
+import pytest
+from lsprotocol import types
+from pygls.exceptions import JsonRpcInvalidParams
+
 from citeline.lsp.search import hover_query
+from inprocess import Served
 
 TEXT = """\
 # Notes
@@ -37,3 +43,33 @@ def test_cjk_sentences() -> None:
     lines = ["索引保存在文档文件夹里。模型只加载一次，之后一直使用。\n"]
     assert hover_query(lines, 0, 2) == "索引保存在文档文件夹里。"
     assert hover_query(lines, 0, 15) == "模型只加载一次，之后一直使用。"
+
+
+# -- the handlers, in this process with the real models --------------------------
+
+
+async def test_search_merges_the_folders_and_locates_each_hit(served: Served) -> None:
+    search = served.feature("citeline/search")
+    result = await search({"query": "How much sun do tomatoes need?", "k": 3})
+    hits = result["hits"]
+    assert [h["rank"] for h in hits] == list(range(1, len(hits) + 1))
+    assert hits[0]["folder"] == served.garden.as_uri()
+    assert hits[0]["uri"] == (served.garden / "garden.md").as_uri()
+    named = await search({"query": "bread", "folder": served.kitchen.as_uri()})
+    assert {h["folder"] for h in named["hits"]} == {served.kitchen.as_uri()}
+    with pytest.raises(JsonRpcInvalidParams, match="between 1 and 100"):
+        await search({"query": "bread", "k": 0})
+
+
+async def test_hover_shows_passages_from_elsewhere_as_markdown_links(served: Served) -> None:
+    hover = served.feature(types.TEXT_DOCUMENT_HOVER)
+    here = served.kitchen / "note.md"
+    here.write_text("Does basil grow best next to tomatoes?\n")
+    params = types.HoverParams(
+        text_document=types.TextDocumentIdentifier(uri=here.as_uri()),
+        position=types.Position(line=0, character=5),
+    )
+    result = await hover(params)
+    assert result is not None
+    text = result.contents.value
+    assert "garden.md" in text and "#L" in text

@@ -1,23 +1,23 @@
-"""A BERT cross-encoder converted to GGUF scores pairs as the original weights do.
+"""The reranker on a BERT cross-encoder converted to GGUF scores pairs as the original
+weights do.
 
 The cross-encoder is built by the tests (tests/conftest.py: MiniLM's encoder and
-pooler plus a seeded classifier).  Its scores through llama.cpp's rank pooling
-(LlamaReranker) are compared with a numpy forward pass of the original safetensors
-(tests/models/reference_bert.py), and its pair tokens with HF ``tokenizers``.
+pooler plus a seeded classifier).  Its scores through llama.cpp's rank pooling are
+compared with a numpy forward pass of the original safetensors
+(tests/reference_bert.py), and its pair tokens with HF ``tokenizers``.
 """
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import numpy as np
 import pytest
-from reference_bert import ReferenceBert
 
 from citeline.backends.llama.embedder import EmbeddingError, LlamaEmbedder
 from citeline.backends.llama.reranker import LlamaReranker, RerankError
-from citeline.models.minilm import convert_bert_to_gguf, default_embedding_model_path
+from citeline.models.minilm import default_embedding_model_path
+from reference_bert import ReferenceBert
 
 QUESTION = "How do I rebuild the index after changing the embedding model?"
 PASSAGES = [
@@ -43,16 +43,6 @@ def reranker(reranker_path: Path) -> LlamaReranker:
 
 def hf_pair_ids(reference: ReferenceBert, query: str, passage: str) -> list[int]:
     return list(reference.tokenizer.encode(query, passage).ids)
-
-
-def test_converted_model_is_a_rank_pooling_reranker(reranker_path: Path) -> None:
-    import gguf
-
-    reader = gguf.GGUFReader(reranker_path)
-    pooling = reader.fields["bert.pooling_type"]
-    assert int(pooling.parts[pooling.data[0]][0]) == 4  # LLAMA_POOLING_TYPE_RANK
-    names = {tensor.name for tensor in reader.tensors}
-    assert {"cls.weight", "cls.bias", "cls.output.weight", "cls.output.bias"} <= names
 
 
 def test_pair_tokens_are_hf_pair_encoding(
@@ -142,21 +132,3 @@ def test_a_closed_model_is_an_error_not_a_crash(reranker_path: Path) -> None:
     embedder.close()
     with pytest.raises(EmbeddingError, match="is closed"):
         embedder.embed_query(QUESTION)
-
-
-def test_classifier_labels_come_from_id2label(cross_encoder_dir: Path, tmp_path: Path) -> None:
-    import gguf
-
-    source = tmp_path / "two-labels"
-    source.mkdir()
-    for item in cross_encoder_dir.iterdir():
-        (source / item.name).symlink_to(item)
-    (source / "config.json").unlink()
-    config = json.loads((cross_encoder_dir / "config.json").read_text())
-    config["id2label"] = {"1": "relevant", "0": "irrelevant"}
-    (source / "config.json").write_text(json.dumps(config))
-    target = tmp_path / "two-labels.gguf"
-    convert_bert_to_gguf(source, target, f16=True)
-    field = gguf.GGUFReader(target).fields["bert.classifier.output_labels"]
-    labels = [bytes(field.parts[i]).decode() for i in field.data]
-    assert labels == ["irrelevant", "relevant"]

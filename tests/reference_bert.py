@@ -197,3 +197,65 @@ class ReferenceBert:
                 self.eps,
             )
         return [x[begin:end] for begin, end in spans]
+
+
+# -- the texts the comparisons run on -------------------------------------------------
+
+LONG_PARAGRAPH = " ".join(
+    [
+        "Citeline indexes a folder of documents on your own machine and answers questions",
+        "about them with citations that point at the exact file, section and line.",
+        "It watches the folder for changes, re-embeds only the chunks whose text changed,",
+        "and keeps vectors in a small on-disk store so that restarting the daemon is cheap.",
+        "Markdown headings, HTML sections and PDF pages become the structure of each",
+        "citation, so an answer can say 'see Installation > Proxies, lines 40-52' instead of",
+        "pointing vaguely at a file.  The embedding model is all-MiniLM-L6-v2, converted",
+        "once to GGUF and run through llama.cpp on the CPU; the answer model is a small",
+        "instruction-tuned SmolLM2.  Nothing leaves the computer: there is no telemetry,",
+        "no cloud service and no account.  When the evidence is too weak, Citeline says so",
+        "rather than inventing an answer, and every sentence it writes carries a numbered",
+        "reference to the passage it came from.  Large folders are indexed incrementally,",
+        "in the background, with progress reported to the editor; queries made while",
+        "indexing runs see the part of the folder that is already done.  Settings live in",
+        "a TOML file next to the documents, so a team can share them in version control,",
+        "and the index itself is a cache that can be deleted at any time and rebuilt from",
+        "the documents alone, byte for byte, on any machine with the same model files.",
+    ]
+)
+
+SENTENCES = [
+    "Hello world",
+    "a",
+    "",
+    "The quick brown fox jumps over the lazy dog.",
+    "What is the capital of France?",
+    "How do I reset my password if I no longer have access to my e-mail?",
+    "Edit pg_hba.conf and restart PostgreSQL to allow md5 authentication.",
+    "Run pip install --no-cache-dir -r requirements.txt inside the container.",
+    "getUserById(user_id: int) -> Optional[User] raises KeyError",
+    '$ export PATH="$HOME/.local/bin:$PATH" && echo $?',
+    "Version 3.11.4 was released on 2023-06-06, fixing CVE-2023-24329 (score 7.5).",
+    "URGENT!!! Read this... now?! <b>bold</b> & 100% {json: [1, 2]}",
+    "The café on Rue Saint-Honoré serves crème brûlée.",
+    "Naïve résumé: Zürich, São Paulo, Kraków, İstanbul, Straße, ÆØÅ.",
+    "我想在苹果公司工作，因为那里的工程师很优秀。",
+    "日本語のテキストも少し混ぜておきます。",
+    "Привет, как дела? Всё хорошо.",
+    "The temperature dropped to −40°C (−40°F) overnight; ∑ x_i / n ≈ 3.14159.",
+    "Emoji 🚀🦙 and symbols ™ © ½ become unknown or split tokens.",
+    "  leading and trailing whitespace\tand\ttabs\n\nand new lines  ",
+    "zero\u200bwidth space and soft\u00adhyphen and non\u00a0breaking space",
+    "ＦＵＬＬＷＩＤＴＨ ｌｅｔｔｅｒｓ and ligature ﬁle",
+    "Literal [CLS] and [SEP] and [MASK] markers in a document",
+    "private\ue000use area character",
+    LONG_PARAGRAPH,
+]
+
+# Where llama.cpp's own BERT tokenizer departs from HF's; LlamaEmbedder rewrites its
+# input (citeline.backends.llama.wordpiece.wordpiece_compatible) so the ids match again.
+COMPAT_SENTENCES = [
+    "한국어 문장도 검색할 수 있어야 합니다.",  # HF's NFD splits Hangul into jamo
+    "vertical\x0btab, form\x0cfeed and next\x85line controls",  # HF deletes them
+    "मैं घर जा रहा हूँ।",  # HF strips only nonspacing marks, keeps the vowel signs
+    "sha512 " + "0123456789abcdef" * 8 + " is one long word",  # > 100 chars: HF's [UNK]
+]

@@ -1,0 +1,53 @@
+"""llama.cpp's process setup and model files: one-line errors, metadata, identities."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import llama_cpp
+import pytest
+
+from citeline.backends.llama import runtime
+from citeline.backends.llama.embedder import LlamaEmbedder
+from citeline.core.embedding import Embedder
+from citeline.core.errors import BackendError
+
+
+class Problem(BackendError):
+    pass
+
+
+def test_a_file_must_exist_be_a_file_and_be_gguf(tmp_path: Path) -> None:
+    with pytest.raises(Problem, match=r"model .*missing\.gguf does not exist"):
+        runtime.check_gguf_file(tmp_path / "missing.gguf", "model", Problem)
+    with pytest.raises(Problem, match="is a directory"):
+        runtime.check_gguf_file(tmp_path, "model", Problem)
+    (tmp_path / "text.gguf").write_text("hello")
+    with pytest.raises(Problem, match="not a GGUF file"):
+        runtime.check_gguf_file(tmp_path / "text.gguf", "model", Problem)
+    (tmp_path / "ok.gguf").write_bytes(b"GGUF" + bytes(8))
+    runtime.check_gguf_file(tmp_path / "ok.gguf", "model", Problem)
+
+
+def test_a_file_identity_follows_its_content(tmp_path: Path) -> None:
+    path = tmp_path / "m.gguf"
+    path.write_bytes(b"GGUF" + bytes(100))
+    first = runtime.file_identity(path)
+    assert runtime.file_identity(path) == first
+    path.write_bytes(b"GGUF" + bytes(99) + b"x")
+    assert runtime.file_identity(path) != first
+
+
+def test_the_backend_is_prepared_once_and_metadata_is_read(real_embedder: Embedder) -> None:
+    assert isinstance(real_embedder, LlamaEmbedder)
+    assert runtime.import_llama_cpp(Problem, "x") is llama_cpp
+    runtime.prepare_llama(llama_cpp)  # again: nothing happens twice
+    model = real_embedder._model
+    assert runtime.model_meta(llama_cpp, model, "general.architecture") == "bert"
+    assert runtime.model_meta(llama_cpp, model, "no.such.key") is None
+    assert runtime.available_cpus() >= 1
+
+
+def test_without_a_captured_message_the_error_says_so() -> None:
+    runtime.clear_log()
+    assert runtime.last_message() == "no details from llama.cpp"

@@ -1,0 +1,50 @@
+"""FTS5 as the keyword index (the contract is tests/contracts/test_keyword_index.py):
+terms are quoted for MATCH, and written in the store's transactions."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from citeline.backends.sqlite.store import SqliteStore
+from citeline.core.documents import Chunk
+from citeline.core.index import NewChunk
+
+
+def test_any_term_is_quoted_so_fts5_syntax_is_only_text(tmp_path: Path) -> None:
+    store = SqliteStore(tmp_path / "s.db")
+    store.keywords.add(1, 'say "hello" AND or NEAR')
+    assert [i for i, _ in store.keywords.search(['"hello"', "AND", "NEAR"], 5)] == [1]
+    assert store.keywords.search(["*"], 5) == []
+
+
+def test_terms_roll_back_with_their_chunks(tmp_path: Path) -> None:
+    store = SqliteStore(tmp_path / "s.db")
+    chunk = NewChunk(Chunk("a.md", "T", (), "alpha", 1, 1, None, 0), "k1", "alpha")
+    with pytest.raises(KeyError):
+        store.replace_file(
+            path="a.md",
+            kind="markdown",
+            title="T",
+            content_hash="h",
+            size=1,
+            mtime_ns=1,
+            chunks=[chunk],
+            new_vectors={"k1": {}["boom"]},  # type: ignore[index]
+        )
+    assert store.keywords.search(["alpha"], 5) == []
+    store.replace_file(
+        path="a.md",
+        kind="markdown",
+        title="T",
+        content_hash="h",
+        size=1,
+        mtime_ns=1,
+        chunks=[chunk],
+        new_vectors={"k1": np.ones(4, np.float32)},
+    )
+    assert len(store.keywords.search(["alpha"], 5)) == 1
+    store.forget_chunks()
+    assert store.keywords.document_frequencies(["alpha"]) == (0, {})

@@ -1,0 +1,181 @@
+"""The DocumentIndex contract, run against every implementation: what ingest and
+retrieval rely on.  A server-side backend (a database holding files, chunks,
+vectors and keyword terms) is added to ``BACKENDS`` and must pass as it stands.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from citeline.backends.embedded import EmbeddedIndex
+from citeline.backends.faiss import FaissVectorIndex
+from citeline.core.chunking import ChunkSettings
+from citeline.core.documents import Chunk
+from citeline.core.index import DocumentIndex, IndexCounts, IndexIdentity, NewChunk
+from citeline.core.keywords import terms
+from memory import MemoryVectorIndex
+
+IDENTITY = IndexIdentity("model-a", "a.gguf", 3, ChunkSettings())
+
+# Each opens the index at a place (a folder here); opening twice gives two handles
+# on one index, as two processes would have.
+BACKENDS: dict[str, Callable[[Path, IndexIdentity], DocumentIndex]] = {
+    "embedded-faiss": lambda place, identity: EmbeddedIndex(place, identity, FaissVectorIndex),
+    "embedded-memory": lambda place, identity: EmbeddedIndex(place, identity, MemoryVectorIndex),
+}
+
+Opener = Callable[[IndexIdentity], DocumentIndex]
+
+
+@pytest.fixture(params=list(BACKENDS))
+def open_index(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Opener]:
+    opened: list[DocumentIndex] = []
+
+    def opener(identity: IndexIdentity = IDENTITY) -> DocumentIndex:
+        opened.append(BACKENDS[request.param](tmp_path / "index", identity))
+        return opened[-1]
+
+    yield opener
+    for index in opened:
+        index.close()
+
+
+def unit(*values: float) -> np.ndarray:
+    v = np.asarray(values, dtype=np.float32)
+    return v / np.linalg.norm(v)
+
+
+def put(
+    index: DocumentIndex,
+    path: str,
+    texts: list[str],
+    vectors: list[np.ndarray],
+    *,
+    stored: frozenset[str] = frozenset(),
+    error: str | None = None,
+) -> tuple[list[int], list[int]]:
+    chunks = [
+        NewChunk(
+            Chunk(path, "Title", ("Title",), text, i + 1, i + 1, None, i),
+            f"k-{text}",
+            " ".join(terms(text)),
+        )
+        for i, text in enumerate(texts)
+    ]
+    return index.replace_file(
+        path=path,
+        kind="markdown",
+        title="Title",
+        content_hash=f"hash-{path}-{len(texts)}",
+        size=10,
+        mtime_ns=1,
+        chunks=chunks,
+        chunk_vectors=np.stack(vectors) if vectors else np.zeros((0, 3), np.float32),
+        new_vectors={
+            c.vector_key: v
+            for c, v in zip(chunks, vectors, strict=True)
+            if c.vector_key not in stored
+        },
+        error=error,
+    )
+
+
+def test_a_new_index_is_empty(open_index: Opener) -> None:
+    index = open_index()
+    assert index.identity == IDENTITY and index.location
+    assert index.files() == {} and index.file_errors() == []
+    assert index.counts() == IndexCounts(0, 0) and index.last_update() is None
+    assert index.dense_search(unit(1, 0, 0), 5) == []
+    assert index.keyword_search(["sun"], 5) == []
+    assert index.document_frequencies(["sun"]) == (0, {})
+
+
+def test_a_file_is_replaced_whole_and_found_by_every_search(open_index: Opener) -> None:
+    index = open_index()
+    before = time.time()
+    with index.writing():
+        removed, added = put(
+            index,
+            "garden.md",
+            ["Tomatoes need sun.", "Basil likes warm soil."],
+            [unit(1, 0, 0), unit(0, 1, 0)],
+        )
+    assert removed == [] and len(added) == 2
+    record = index.files()["garden.md"]
+    assert (record.kind, record.content_hash, record.error) == (
+        "markdown",
+        "hash-garden.md-2",
+        None,
+    )
+    assert index.counts() == IndexCounts(1, 2)
+    assert (index.last_update() or 0) >= before - 1
+    chunks = index.chunks_by_id(added)
+    assert [chunks[i].text for i in added] == ["Tomatoes need sun.", "Basil likes warm soil."]
+    assert chunks[added[0]].start_line == 1 and chunks[added[0]].heading_path == ("Title",)
+    assert index.dense_search(unit(1, 0.1, 0), 1)[0][0] == added[0]
+    assert index.similarity(unit(0, 1, 0), [added[1], 424242]) == {added[1]: pytest.approx(1.0)}
+    assert [i for i, _ in index.keyword_search(terms("warm basil"), 5)] == [added[1]]
+    assert index.document_frequencies(terms("sun")) == (2, {"sun": 1})
+    # replacing the file replaces every chunk, its terms and its vectors
+    with index.writing():
+        removed, again = put(
+            index,
+            "garden.md",
+            ["Tomatoes need sun."],
+            [unit(1, 0, 0)],
+            stored=frozenset({"k-Tomatoes need sun."}),
+        )
+    assert sorted(removed) == sorted(added) and len(again) == 1
+    assert index.counts() == IndexCounts(1, 1)
+    assert index.keyword_search(terms("basil"), 5) == []
+    assert [i for i, _ in index.dense_search(unit(0, 1, 0), 5)] == again
+
+
+def test_vectors_are_kept_by_content_key(open_index: Opener) -> None:
+    index = open_index()
+    with index.writing():
+        put(index, "a.md", ["Same text."], [unit(0, 0, 1)])
+    assert set(index.vectors_for_keys(["k-Same text.", "k-unknown"])) == {"k-Same text."}
+    assert index.vectors_for_keys(["k-Same text."])["k-Same text."] == pytest.approx(unit(0, 0, 1))
+
+
+def test_errors_touches_and_removal(open_index: Opener) -> None:
+    index = open_index()
+    with index.writing():
+        put(index, "scan.pdf", [], [], error="PDF has no text layer (scanned?)")
+        put(index, "a.md", ["Alpha."], [unit(1, 0, 0)])
+        index.touch_file("a.md", 99, 12345)
+    assert index.file_errors() == [("scan.pdf", "PDF has no text layer (scanned?)")]
+    assert index.counts() == IndexCounts(1, 1)  # a file in error is not counted
+    assert (index.files()["a.md"].size, index.files()["a.md"].mtime_ns) == (99, 12345)
+    with index.writing():
+        removed = index.remove_files(["a.md", "scan.pdf"])
+        index.prune_vectors()
+    assert len(removed) == 1 and index.files() == {} and index.file_errors() == []
+    assert index.dense_search(unit(1, 0, 0), 5) == []
+
+
+def test_another_handle_sees_committed_changes_after_refresh(open_index: Opener) -> None:
+    reader, writer = open_index(), open_index()
+    with writer.writing():
+        (added,) = put(writer, "b.md", ["Bravo."], [unit(0, 1, 0)])[1]
+    reader.refresh()
+    assert reader.dense_search(unit(0, 1, 0), 1)[0][0] == added
+    assert reader.chunks_by_id([added])[added].text == "Bravo."
+
+
+def test_another_model_starts_over_and_other_chunking_keeps_vectors(open_index: Opener) -> None:
+    index = open_index()
+    with index.writing():
+        put(index, "a.md", ["Alpha."], [unit(1, 0, 0)])
+    index.close()
+    rechunked = open_index(IndexIdentity("model-a", "a.gguf", 3, ChunkSettings(max_cost=500)))
+    assert rechunked.files() == {} and set(rechunked.vectors_for_keys(["k-Alpha."])) == {"k-Alpha."}
+    rechunked.close()
+    other = open_index(IndexIdentity("model-b", "b.gguf", 3, ChunkSettings(max_cost=500)))
+    assert other.files() == {} and other.vectors_for_keys(["k-Alpha."]) == {}

@@ -1,0 +1,93 @@
+"""The KeywordIndex contract, run against every implementation: BM25 with FTS5's
+constants and formula, so a backend's keyword scores (and the evidence thresholds
+calibrated on them) mean the same thing."""
+
+from __future__ import annotations
+
+import math
+import sqlite3
+from collections.abc import Callable, Iterator
+
+import pytest
+
+from citeline.backends.sqlite import fts5
+from citeline.core.keywords import KeywordIndex, terms
+from memory import MemoryKeywordIndex
+
+
+def fts5_index() -> KeywordIndex:
+    db = sqlite3.connect(":memory:", isolation_level=None)
+    db.executescript(fts5.SCHEMA)
+    return fts5.Fts5KeywordIndex(db)
+
+
+FACTORIES: dict[str, Callable[[], KeywordIndex]] = {
+    "fts5": fts5_index,
+    "memory": MemoryKeywordIndex,
+}
+
+CHUNKS = {
+    1: "Edit pg_hba.conf to allow password authentication, then reload the server.",
+    2: "The server keeps its index in the documents folder.",
+    3: "Reload the page to see the new index. Reload it again if the index is stale.",
+    4: "索引保存在文档文件夹里。",
+    5: "Tomatoes need six hours of sun.",
+    6: "Bake the loaf at 230 degrees for thirty-five minutes.",
+    7: "Jupiter has at least ninety-five moons.",
+}
+
+
+@pytest.fixture(params=list(FACTORIES))
+def index(request: pytest.FixtureRequest) -> Iterator[KeywordIndex]:
+    made = FACTORIES[request.param]()
+    for chunk_id, text in CHUNKS.items():
+        made.add(chunk_id, " ".join(terms(text)))
+    yield made
+
+
+def bm25(query: list[str], chunk_id: int) -> float:
+    """FTS5's bm25() for one chunk of CHUNKS, written out."""
+    docs = {i: terms(t) for i, t in CHUNKS.items()}
+    average = sum(len(d) for d in docs.values()) / len(docs)
+    score = 0.0
+    for term in query:
+        n = sum(1 for d in docs.values() if term in d)
+        idf = math.log((len(docs) - n + 0.5) / (n + 0.5))
+        idf = idf if idf > 0 else 1e-6
+        tf = docs[chunk_id].count(term)
+        score += idf * tf * 2.2 / (tf + 1.2 * (0.25 + 0.75 * len(docs[chunk_id]) / average))
+    return score
+
+
+def test_any_term_matches_and_the_best_come_first(index: KeywordIndex) -> None:
+    query = terms("reload index")
+    found = index.search(query, 10)
+    expected = sorted((1, 2, 3), key=lambda i: -bm25(query, i))
+    assert expected[0] == 3  # both terms, twice each
+    assert [i for i, _ in found] == expected
+    assert [s for _, s in found] == pytest.approx([bm25(query, i) for i in expected], rel=1e-4)
+    assert all(s > 0 for _, s in found)
+    assert index.search(query, 1) == found[:1]
+
+
+def test_an_exact_identifier_and_cjk_bigrams_are_terms(index: KeywordIndex) -> None:
+    assert [i for i, _ in index.search(terms("pg_hba.conf"), 5)] == [1]
+    assert [i for i, _ in index.search(terms("索引保存在哪里"), 5)] == [4]
+
+
+def test_nothing_to_match_finds_nothing(index: KeywordIndex) -> None:
+    assert index.search([], 5) == []
+    assert index.search(["absent"], 5) == []
+    assert index.search(terms("reload"), 0) == []
+
+
+def test_document_frequencies_count_chunks(index: KeywordIndex) -> None:
+    total, frequencies = index.document_frequencies(terms("reload index absent"))
+    assert total == len(CHUNKS)
+    assert frequencies == {"reload": 2, "index": 2}
+
+
+def test_removed_chunks_are_not_found_or_counted(index: KeywordIndex) -> None:
+    index.remove([3, 99])
+    assert [i for i, _ in index.search(terms("reload"), 5)] == [1]
+    assert index.document_frequencies(["reload"]) == (len(CHUNKS) - 1, {"reload": 1})

@@ -1,0 +1,76 @@
+"""One folder as both front ends use it: update, search, ask, status."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from citeline.app import ModelPool, open_workspace
+from citeline.core.walking import DocumentFilter
+from citeline.service.workspace import Workspace, reranker_name
+from citeline.settings import RerankingSettings, Settings, load_settings
+from conftest import CountingEmbedder
+from corpora import KITCHEN, write_files
+from memory import ScriptedGenerator
+
+
+@pytest.fixture()
+def workspace(tmp_path: Path, models: ModelPool) -> Iterator[Workspace]:
+    docs = write_files(tmp_path / "kitchen", KITCHEN)
+    settings, _ = load_settings(docs)
+    ws = open_workspace(docs, settings, models)
+    ws.update()
+    yield ws
+    ws.close()
+
+
+def test_search_defaults_to_the_top_k_setting(workspace: Workspace) -> None:
+    hits = workspace.search("coffee machine descaling")
+    assert 1 <= len(hits) <= workspace.settings.search.top_k
+    assert hits[0].chunk.path == "kitchen.md"
+    assert len(workspace.search("coffee", 1)) == 1
+
+
+def test_a_batch_of_unchanged_paths_costs_one_check_and_no_write(
+    workspace: Workspace, embedder: CountingEmbedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def no_walk(self: DocumentFilter) -> None:
+        raise AssertionError("a saved file must not walk the folder")
+
+    monkeypatch.setattr(DocumentFilter, "walk", no_walk)
+    before = embedder.embedded
+    report = workspace.update(["kitchen.md"])
+    assert report.files_changed == 0 and report.files == 1 and report.seconds == 0
+    path = workspace.docs_root / "kitchen.md"
+    path.write_text(path.read_text() + "\n## Tea\n\nThe kettle is descaled monthly.\n")
+    report = workspace.update(["kitchen.md"])
+    assert report.files_changed == 1 and embedder.embedded > before
+
+
+def test_status_says_what_the_index_holds_and_what_built_it(workspace: Workspace) -> None:
+    status = workspace.status()
+    assert status.docs == workspace.docs_root and status.index == str(workspace.index_dir)
+    assert (status.files, status.state, status.pending) == (1, "ready", 0)
+    assert status.chunks == workspace.counts().chunks >= 1
+    assert status.models.embedding == workspace.embedder.name and status.dimension == 384
+    assert status.models.reranking is None and status.last_update is not None
+
+
+def test_an_ask_is_answered_and_recorded(workspace: Workspace) -> None:
+    answer = workspace.ask(
+        "How often is the coffee machine descaled?", generator=lambda: ScriptedGenerator()
+    )
+    assert answer.generator_called and answer.citations
+    record = json.loads((workspace.index_dir / "asks.jsonl").read_text().splitlines()[-1])
+    assert record["models"] == {"embedding": workspace.embedder.name, "generation": "scripted"}
+
+
+def test_new_settings_that_keep_the_index_apply_in_place(workspace: Workspace) -> None:
+    settings = Settings(reranking=RerankingSettings(model="/models/r.gguf", candidates=3))
+    workspace.apply_settings(settings)
+    assert workspace.retriever.rerank_candidates == 3 and workspace.settings is settings
+    assert reranker_name(settings.reranking) == "r.gguf"
+    assert reranker_name(RerankingSettings()) is None

@@ -1,0 +1,68 @@
+"""The composition root: the concrete models and index it picks, the models it shares."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from citeline import app
+from citeline.backends.embedded import EmbeddedIndex
+from citeline.backends.faiss import FaissVectorIndex
+from citeline.backends.llama.embedder import LlamaEmbedder
+from citeline.core.chunking import ChunkSettings
+from citeline.core.embedding import Embedder
+from citeline.core.index import IndexIdentity
+from citeline.models import minilm, smollm
+from citeline.service.errors import ServiceError
+from citeline.settings import GenerationSettings, IndexSettings, RerankingSettings, Settings
+from corpora import GARDEN, write_files
+
+
+def test_the_default_embedder_is_minilm_with_its_256_token_window(real_embedder: Embedder) -> None:
+    assert isinstance(real_embedder, LlamaEmbedder)
+    assert real_embedder.name.startswith(minilm.MODEL_NAME)
+    assert real_embedder.max_tokens == minilm.MAX_TOKENS
+
+
+def test_there_is_no_default_reranker() -> None:
+    assert app.make_reranker(RerankingSettings()) is None
+
+
+def test_the_pool_loads_each_model_once_and_names_them_without_loading(
+    reranker_path: Path,
+) -> None:
+    pool = app.ModelPool()
+    first = pool.reranker(RerankingSettings(model=str(reranker_path), candidates=3))
+    again = pool.reranker(RerankingSettings(model=str(reranker_path), candidates=9))
+    assert first is not None and again is first  # candidates are retrieval's, not the model's
+    assert pool.reranker(RerankingSettings()) is None
+    assert pool.generation_name(GenerationSettings()) == smollm.GENERATOR_FILE_NAME
+    assert pool.generation_name(GenerationSettings(model="~/m/qwen.gguf")) == "qwen.gguf"
+    assert pool.generators == {}
+
+
+def test_an_index_is_the_embedded_backend_in_its_folder(tmp_path: Path) -> None:
+    identity = IndexIdentity("fp", "m.gguf", 3, ChunkSettings())
+    index = app.open_index(tmp_path / "idx", identity)
+    try:
+        assert isinstance(index, EmbeddedIndex) and isinstance(index.vectors, FaissVectorIndex)
+        assert index.location == str(tmp_path / "idx")
+    finally:
+        index.close()
+
+
+def test_a_workspace_is_wired_from_the_settings(tmp_path: Path, models: app.ModelPool) -> None:
+    docs = write_files(tmp_path / "garden", GARDEN)
+    settings = Settings(index=IndexSettings(path="idx"))
+    workspace = models.open_workspace(docs, settings)
+    try:
+        assert (
+            workspace.docs_root == docs.resolve() and workspace.index_dir == docs.resolve() / "idx"
+        )
+        assert workspace.index.identity.dimension == workspace.embedder.dimension == 384
+        assert workspace.update().files == 1
+    finally:
+        workspace.close()
+    with pytest.raises(ServiceError, match="does not exist"):
+        app.open_workspace(tmp_path / "nope", settings, models)
