@@ -66,3 +66,40 @@ def test_symlinks_inside_followed_outside_not(tmp_path: Path) -> None:
     assert "real/a.md" in result
     assert not any("secret" in r for r in result)
     assert len(result) == len(set(result)) <= 3
+
+
+def test_one_path_is_judged_as_the_walk_would_without_walking(tmp_path: Path) -> None:
+    paths = [
+        "keep.md",
+        "drafts/one.md",
+        "notes/build/out.md",
+        "notes/keep.txt",
+        "notes/secret.md",
+        "logs/x.txt",
+        "logs/important.txt",
+        "deep/a/b/tmp.md",
+        "root-only.md",
+        "sub/root-only.md",
+        ".hidden/c.md",
+        "idx/f.md",
+        "e.png",
+    ]
+    for rel in paths:
+        write(tmp_path, rel)
+    write(tmp_path, ".gitignore", "drafts/\nbuild\nlogs/*\n!logs/important.txt\n/root-only.md\n")
+    write(tmp_path, ".citelineignore", "**/tmp.md\n")
+    write(tmp_path, "notes/.gitignore", "secret.md\n")
+    documents = DocumentFilter(tmp_path, tmp_path / "idx", supported)
+    walked = {rel for rel, _ in documents.walk()}
+    for rel in [*paths, "missing.md", "notes/gone.md"]:
+        assert documents.check(rel) is (rel in walked), rel
+    assert not documents.candidate("e.png") and not documents.candidate("idx/f.md")
+    assert documents.visible("notes/keep.txt") and not documents.visible(".hidden/c.md")
+
+
+def test_a_path_through_a_symlinked_folder_needs_a_walk(tmp_path: Path) -> None:
+    write(tmp_path, "real/a.md")
+    os.symlink(tmp_path / "real", tmp_path / "alias")
+    documents = DocumentFilter(tmp_path, None, supported)
+    assert documents.check("real/a.md") is True
+    assert documents.check("alias/a.md") is None

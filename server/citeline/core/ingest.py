@@ -89,29 +89,27 @@ def plan_changes(
         gone = [p for p in known if p not in present]
     else:
         wanted = set(only)
-        verdicts = {rel: documents.check(rel) for rel in wanted}
+        verdicts = {rel: documents.check(rel) for rel in sorted(wanted)}
         if None in verdicts.values():  # through a symlinked folder: only a walk can tell
             present = {rel: path for rel, path in documents.walk() if rel in wanted}
         else:
             present = {rel: documents.root / rel for rel, found in verdicts.items() if found}
         gone = [p for p in wanted if p in known and p not in present]
-    to_check: list[tuple[str, Path]] = []
-    unchanged = 0
-    for rel, path in present.items():
-        record = known.get(rel)
-        if record is not None and _same_stat(record, path):
-            unchanged += 1
-        else:
-            to_check.append((rel, path))
-    return Plan(to_check=to_check, to_remove=sorted(gone), unchanged=unchanged)
+    to_check = [
+        (rel, path) for rel, path in present.items() if not _same_stat(known.get(rel), path)
+    ]
+    return Plan(to_check=to_check, to_remove=sorted(gone), unchanged=len(present) - len(to_check))
 
 
-def _same_stat(record: FileRecord, path: Path) -> bool:
+def _same_stat(record: FileRecord | None, path: Path) -> bool:
+    """Whether ``path`` has the size and mtime the index recorded for it."""
+    if record is None:
+        return False
     try:
         st = path.stat()
     except OSError:
         return False
-    return st.st_size == record.size and st.st_mtime_ns == record.mtime_ns
+    return (st.st_size, st.st_mtime_ns) == (record.size, record.mtime_ns)
 
 
 @dataclass
