@@ -1,4 +1,5 @@
 import os
+from collections.abc import Sequence
 from pathlib import Path
 
 from citeline.core.walking import DocumentFilter
@@ -24,27 +25,35 @@ def test_skips_hidden_unsupported_and_index_folder(tmp_path: Path) -> None:
     assert found(tmp_path, tmp_path / "idx") == ["a.md", "sub/b.txt"]
 
 
-def test_gitignore_and_citelineignore_rules(tmp_path: Path) -> None:
-    for rel in [
-        "keep.md",
-        "drafts/one.md",
-        "notes/build/out.md",
-        "notes/keep.txt",
-        "notes/secret.md",
-        "logs/x.txt",
-        "logs/important.txt",
-        "deep/a/b/tmp.md",
-        "root-only.md",
-        "sub/root-only.md",
-    ]:
-        write(tmp_path, rel)
+IGNORING_TREE = [
+    "keep.md",
+    "drafts/one.md",
+    "notes/build/out.md",
+    "notes/keep.txt",
+    "notes/secret.md",
+    "logs/x.txt",
+    "logs/important.txt",
+    "deep/a/b/tmp.md",
+    "root-only.md",
+    "sub/root-only.md",
+]
+
+
+def ignoring_tree(root: Path, extra: Sequence[str] = ()) -> None:
+    """IGNORING_TREE (and ``extra``) with .gitignore and .citelineignore files in it."""
+    for rel in [*IGNORING_TREE, *extra]:
+        write(root, rel)
     write(
-        tmp_path,
+        root,
         ".gitignore",
         "drafts/\nbuild\n# comment\nlogs/*\n!logs/important.txt\n/root-only.md\n",
     )
-    write(tmp_path, ".citelineignore", "**/tmp.md\n")
-    write(tmp_path, "notes/.gitignore", "secret.md\n")
+    write(root, ".citelineignore", "**/tmp.md\n")
+    write(root, "notes/.gitignore", "secret.md\n")
+
+
+def test_gitignore_and_citelineignore_rules(tmp_path: Path) -> None:
+    ignoring_tree(tmp_path)
     assert found(tmp_path) == [
         "keep.md",
         "logs/important.txt",
@@ -69,26 +78,8 @@ def test_symlinks_inside_followed_outside_not(tmp_path: Path) -> None:
 
 
 def test_one_path_is_judged_as_the_walk_would_without_walking(tmp_path: Path) -> None:
-    paths = [
-        "keep.md",
-        "drafts/one.md",
-        "notes/build/out.md",
-        "notes/keep.txt",
-        "notes/secret.md",
-        "logs/x.txt",
-        "logs/important.txt",
-        "deep/a/b/tmp.md",
-        "root-only.md",
-        "sub/root-only.md",
-        ".hidden/c.md",
-        "idx/f.md",
-        "e.png",
-    ]
-    for rel in paths:
-        write(tmp_path, rel)
-    write(tmp_path, ".gitignore", "drafts/\nbuild\nlogs/*\n!logs/important.txt\n/root-only.md\n")
-    write(tmp_path, ".citelineignore", "**/tmp.md\n")
-    write(tmp_path, "notes/.gitignore", "secret.md\n")
+    paths = [*IGNORING_TREE, ".hidden/c.md", "idx/f.md", "e.png"]
+    ignoring_tree(tmp_path, extra=paths[len(IGNORING_TREE) :])
     documents = DocumentFilter(tmp_path, tmp_path / "idx", supported)
     walked = {rel for rel, _ in documents.walk()}
     for rel in [*paths, "missing.md", "notes/gone.md"]:

@@ -22,8 +22,11 @@ def test_any_term_is_quoted_so_fts5_syntax_is_only_text(tmp_path: Path) -> None:
 
 def test_terms_roll_back_with_their_chunks(tmp_path: Path) -> None:
     store = SqliteStore(tmp_path / "s.db")
-    chunk = NewChunk(Chunk("a.md", "T", (), "alpha", 1, 1, None, 0), "k1", "alpha")
-    with pytest.raises(KeyError):
+    good = NewChunk(Chunk("a.md", "T", (), "alpha", 1, 1, None, 0), "k1", "alpha")
+    # a heading that cannot be stored fails the transaction after alpha's terms went in
+    bad = NewChunk(Chunk("a.md", "T", (object(),), "beta", 2, 2, None, 1), "k1", "beta")  # type: ignore[arg-type]
+
+    def put(chunks: list[NewChunk]) -> None:
         store.replace_file(
             path="a.md",
             kind="markdown",
@@ -31,20 +34,14 @@ def test_terms_roll_back_with_their_chunks(tmp_path: Path) -> None:
             content_hash="h",
             size=1,
             mtime_ns=1,
-            chunks=[chunk],
-            new_vectors={"k1": {}["boom"]},  # type: ignore[index]
+            chunks=chunks,
+            new_vectors={"k1": np.ones(4, np.float32)},
         )
-    assert store.keywords.search(["alpha"], 5) == []
-    store.replace_file(
-        path="a.md",
-        kind="markdown",
-        title="T",
-        content_hash="h",
-        size=1,
-        mtime_ns=1,
-        chunks=[chunk],
-        new_vectors={"k1": np.ones(4, np.float32)},
-    )
+
+    with pytest.raises(TypeError):
+        put([good, bad])
+    assert store.keywords.search(["alpha"], 5) == [] and store.files() == {}
+    put([good])
     assert len(store.keywords.search(["alpha"], 5)) == 1
     store.forget_chunks()
     assert store.keywords.document_frequencies(["alpha"]) == (0, {})

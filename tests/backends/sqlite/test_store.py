@@ -63,7 +63,9 @@ def test_failed_transaction_leaves_old_version(tmp_path: Path) -> None:
         chunks=[NewChunk(chunk("one"), "k1")],
         new_vectors={"k1": vec(1)},
     )
-    with pytest.raises(KeyError):
+    # the second chunk cannot be stored: the first is already written when it fails
+    broken = NewChunk(Chunk("a.md", "T", (object(),), "bad", 1, 2, None, 1), "k9")  # type: ignore[arg-type]
+    with pytest.raises(TypeError):
         store.replace_file(
             path="a.md",
             kind="markdown",
@@ -71,8 +73,8 @@ def test_failed_transaction_leaves_old_version(tmp_path: Path) -> None:
             content_hash="h2",
             size=1,
             mtime_ns=2,
-            chunks=[NewChunk(chunk("new"), "k9")],
-            new_vectors={"k9": {}["boom"]},  # type: ignore[index]
+            chunks=[NewChunk(chunk("new"), "k9"), broken],
+            new_vectors={"k9": vec(9)},
         )
     files = store.files()
     assert files["a.md"].content_hash == "h1" and store.counts() == IndexCounts(1, 1)
