@@ -19,7 +19,7 @@ from typing import Any
 from citeline.core.answering.results import Answer
 from citeline.core.documents import Hit
 from citeline.core.ingest import IngestReport
-from citeline.service.errors import ServiceError
+from citeline.service.errors import EXPECTED_ERRORS, ServiceError
 from citeline.service.events import Events
 from citeline.service.folders import Folder, Folders, ensure_open
 from citeline.service.routing import FolderHit, best_folder, merge_hits
@@ -35,6 +35,8 @@ NO_FOLDERS = "no documents folder: open a folder, set citeline.folders or start 
 
 @dataclass(frozen=True)
 class Status:
+    """Every served folder's status, in the order they were added."""
+
     folders: list[FolderStatus]
     models: ModelNames  # the first folder's known model of each kind
 
@@ -50,7 +52,7 @@ class Service:
 
     # -- routing ----------------------------------------------------------------------
 
-    def folder(self, path: Path | None) -> Folder | None:
+    def named(self, path: Path | None) -> Folder | None:
         """The served folder at ``path`` (None for None); an error if it is not served."""
         if path is None:
             return None
@@ -60,7 +62,7 @@ class Service:
         return folder
 
     def _targets(self, path: Path | None) -> list[Folder]:
-        named = self.folder(path)
+        named = self.named(path)
         folders = [named] if named is not None else list(self.folders)
         if not folders:
             raise ServiceError(NO_FOLDERS)
@@ -98,7 +100,7 @@ class Service:
 
         ``k`` defaults to the first folder's ``search.top_k``; ``rerank=False`` skips
         a configured reranker (hover stays fast).  With several folders, one that
-        cannot be searched is left out (and logged).
+        cannot be searched (an expected error) is left out and logged.
         """
         folders = self._targets(path)
         count = k if k is not None else folders[0].settings.search.top_k
@@ -109,7 +111,7 @@ class Service:
                 try:
                     ws = ensure_open(folder, self.backends)
                     found.append((folder, ws.search(query, count, rerank=rerank)))
-                except Exception as exc:
+                except EXPECTED_ERRORS as exc:
                     if len(folders) == 1:
                         raise
                     log.warning("%s: cannot search: %s", folder.name, exc)
