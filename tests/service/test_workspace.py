@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from citeline.app import ModelPool, open_workspace
 from citeline.core.walking import DocumentFilter
-from citeline.service.workspace import Workspace, reranker_name
-from citeline.settings import RerankingSettings, Settings, load_settings
+from citeline.service.workspace import Workspace, answer_mode, reranker_name
+from citeline.settings import GenerationSettings, RerankingSettings, Settings, load_settings
 from conftest import CountingEmbedder
 from corpora import KITCHEN, write_files
 from memory import ScriptedGenerator
@@ -59,13 +60,26 @@ def test_status_says_what_the_index_holds_and_what_built_it(workspace: Workspace
     assert status.models.reranking is None and status.last_update is not None
 
 
-def test_an_ask_is_answered_and_recorded(workspace: Workspace) -> None:
-    answer = workspace.ask(
-        "How often is the coffee machine descaled?", generator=lambda: ScriptedGenerator()
-    )
-    assert answer.generator_called and answer.citations
+def test_an_ask_is_answered_in_the_resolved_mode_and_recorded(workspace: Workspace) -> None:
+    question = "How often is the coffee machine descaled with citric acid?"
+    assert answer_mode(workspace.settings) == "extractive"  # the bundled answer model
+    quoted = workspace.ask(question, generator=lambda: pytest.fail("not for a quote"))
+    assert quoted.mode == "extractive" and not quoted.generator_called and quoted.citations
     record = json.loads((workspace.index_dir / "asks.jsonl").read_text().splitlines()[-1])
-    assert record["models"] == {"embedding": workspace.embedder.name, "generation": "scripted"}
+    assert record["models"] == {"embedding": workspace.embedder.name}
+    workspace.settings = replace(
+        workspace.settings, answer=replace(workspace.settings.answer, mode="generative")
+    )
+    written = workspace.ask(question, generator=lambda: ScriptedGenerator())
+    assert written.generator_called
+    record = json.loads((workspace.index_dir / "asks.jsonl").read_text().splitlines()[-1])
+    assert record["models"]["generation"] == "scripted"
+
+
+def test_auto_writes_answers_with_a_model_the_user_brings() -> None:
+    own = Settings(generation=GenerationSettings(model="/models/qwen.gguf"))
+    assert answer_mode(own) == "generative"
+    assert answer_mode(replace(own, answer=replace(own.answer, mode="extractive"))) == "extractive"
 
 
 def test_new_settings_that_keep_the_index_apply_in_place(workspace: Workspace) -> None:

@@ -16,7 +16,6 @@ from citeline.cli.progress import progress
 from citeline.service.errors import ServiceError
 
 if TYPE_CHECKING:
-    from citeline.core.answering.results import Answer
     from citeline.service.workspace import Workspace
 
 log = logging.getLogger("citeline")
@@ -160,9 +159,9 @@ def run_ask(args: argparse.Namespace) -> int:
     if not streamed:
         print(answer.text, end="")
     elif "".join(streamed) != answer.text:  # a generated answer, settled by the check
-        print(f"\n\n{_settled_note(answer)}\n{answer.text}", end="")
+        print(f"\n\n{_settled_note(answer.mode)}\n{answer.text}", end="")
     print()
-    label = _mode_label(answer)
+    label = _MODE_LABELS.get(answer.mode or "", "")  # "" for a refusal
     if label:
         print(f"\n({label})")
     citations: list[dict[str, Any]] = result["citations"]  # type: ignore[assignment]
@@ -174,19 +173,15 @@ def run_ask(args: argparse.Namespace) -> int:
     return 0
 
 
+# Which way an answer was made, in a few words.
 _MODE_LABELS = {
     "extractive": "quoted from the documents",
     "generative": "written by the model; every sentence checked against its sources",
 }
 
 
-def _mode_label(answer: Answer) -> str:
-    """Which way the answer was made, in a few words ("" for a refusal)."""
-    return _MODE_LABELS.get(answer.mode or "", "")
-
-
-def _settled_note(answer: Answer) -> str:
-    if answer.mode == "extractive":
+def _settled_note(mode: str | None) -> str:
+    if mode == "extractive":
         return "Not supported by the documents; the documents' own words instead:"
     return "Checked against the sources:"
 
