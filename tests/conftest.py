@@ -25,7 +25,7 @@ from citeline.models.minilm import minilm_source_dir
 from citeline.settings import EmbeddingSettings, GenerationSettings, RerankingSettings
 from corpora import GARDEN, KITCHEN, write_files
 from inprocess import Served, initialize
-from recording import JsonCapture
+from recording import JsonCapture, settled
 from reference_bert import ReferenceBert
 
 REPO = Path(__file__).resolve().parents[1]
@@ -186,7 +186,7 @@ async def served(tmp_path: Path, models: ModelPool) -> AsyncIterator[Served]:
     ls.service.folders.editor_settings = {"answer": {"max_answer_tokens": 32}}
     ls.service.serve([garden, kitchen])
     deadline = time.monotonic() + 600
-    while any(f.state != "ready" or not f.queue.idle for f in ls.service.folders):
+    while any(f.state != "ready" or not settled(f) for f in ls.service.folders):
         assert time.monotonic() < deadline, "the folders never got ready"
         await asyncio.sleep(0.05)
     yield Served(ls, wire, garden, kitchen)

@@ -65,3 +65,9 @@ class JsonCapture:
 
     def notifications(self, method: str) -> list[Any]:
         return [m["params"] for m in self.sent if m.get("method") == method]
+
+
+def settled(folder: Folder) -> bool:
+    """Nothing waiting or running in the folder's ingest queue."""
+    queue = folder.queue
+    return not (queue.running or queue.pending or queue.rescan or queue.timer is not None)

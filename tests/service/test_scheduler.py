@@ -23,7 +23,7 @@ from citeline.service.folders import Folder, Folders
 from citeline.service.scheduler import IngestScheduler
 from citeline.service.status import FolderStatus
 from citeline.service.workers import Workers
-from recording import RecordingEvents
+from recording import RecordingEvents, settled
 
 
 class FakeWorkspace:
@@ -77,7 +77,7 @@ def setup() -> Iterator[Setup]:
 async def settle(folder: Folder, timeout: float = 30) -> None:
     """Until nothing is pending or running (checked on the loop, not by sleeping a fixed time)."""
     deadline = time.monotonic() + timeout
-    while not folder.queue.idle:
+    while not settled(folder):
         assert time.monotonic() < deadline, "the folder never settled"
         await asyncio.sleep(0.05)
 

@@ -20,7 +20,7 @@ from citeline.service.errors import ServiceError
 from citeline.service.service import Service
 from citeline.settings import EmbeddingSettings, GenerationSettings
 from corpora import GARDEN, KITCHEN, write_files
-from recording import RecordingEvents
+from recording import RecordingEvents, settled
 
 # Small answers keep generation time down on a busy machine.
 ANSWER = {"answer": {"max_answer_tokens": 32, "timeout_seconds": 600}}
@@ -60,7 +60,7 @@ class ThreadRecordingGenerator:
 
 async def ready(service: Service, timeout: float = 600) -> None:
     deadline = time.monotonic() + timeout
-    while any(f.state != "ready" or not f.queue.idle for f in service.folders) or not len(
+    while any(f.state != "ready" or not settled(f) for f in service.folders) or not len(
         service.folders
     ):
         assert time.monotonic() < deadline, [f.status("g").to_json() for f in service.folders]

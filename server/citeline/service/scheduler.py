@@ -57,10 +57,6 @@ class IngestQueue:
     def pending_count(self) -> int:
         return len(self.pending) + self.in_flight
 
-    @property
-    def idle(self) -> bool:
-        return not (self.running or self.pending or self.rescan or self.timer is not None)
-
 
 class IngestScheduler:
     def __init__(
