@@ -1,0 +1,64 @@
+"""Scoring answers per mode: the reference check, and each mode's figures from a real
+(small) folder with the real embedder and a scripted answer model."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from citeline.app import ModelPool, open_workspace
+from citeline.evaluation import runner
+from citeline.evaluation.answers import MODES, contains_reference, normalise, run_answers
+from citeline.evaluation.datasets import EvalQuery, EvalSet
+from citeline.settings import EmbeddingSettings, GenerationSettings, load_settings
+from conftest import CountingEmbedder
+from memory import ScriptedGenerator
+
+
+def test_references_are_compared_without_case_punctuation_or_markers() -> None:
+    assert normalise("Every 30 days [1].") == "every30days"
+    assert contains_reference("It is descaled every 30 days [1].", ["every 30 Days"])
+    assert not contains_reference("Monthly [1].", ["every 30 days"])
+    assert not contains_reference("anything", [""])
+
+
+EVALSET = EvalSet(
+    "kitchen:test",
+    [
+        EvalQuery(
+            "q1",
+            "How often is the coffee machine descaled with citric acid?",
+            {"kitchen": 1},
+            ("every 30 days",),
+        ),
+        EvalQuery("q2", "Who painted the ceiling of the Sistine Chapel?", {}),
+    ],
+    {
+        "kitchen": (
+            "Kitchen",
+            "The coffee machine is descaled every 30 days with citric acid.",
+        ),
+        "garden": ("Garden", "Tomatoes need six hours of direct sun every day."),
+    },
+)
+
+
+def test_each_mode_reports_its_figures(tmp_path: Path, embedder: CountingEmbedder) -> None:
+    docs = runner.corpus_folder(tmp_path, EVALSET)
+    runner.write_corpus(EVALSET, docs)
+    settings, _ = load_settings(docs)
+    models = ModelPool(
+        embedders={EmbeddingSettings(): embedder},
+        generators={GenerationSettings(): ScriptedGenerator("It is descaled every 30 days [1].")},
+    )
+    workspace = open_workspace(docs, settings, models)
+    try:
+        workspace.update()
+        figures = run_answers(workspace, EVALSET, 2, MODES)
+    finally:
+        workspace.close()
+    assert set(figures) == set(MODES)
+    for mode in MODES:
+        report = figures[mode]
+        assert report["questions"] == 2 and report["unanswerable"] == 1
+        assert report["refusal_recall"] in (0.0, 1.0)
+        assert set(report["seconds"]) >= {"p50", "p95"}  # type: ignore[arg-type]
