@@ -8,6 +8,7 @@ from pathlib import Path
 
 from citeline.app import ModelPool, open_workspace
 from citeline.evaluation import runner
+from citeline.evaluation.answers import MODES
 from citeline.evaluation.datasets import EvalQuery, EvalSet
 from citeline.evaluation.off_topic import OFF_TOPIC_QUESTIONS
 from citeline.evaluation.report import evaluate, summary_lines
@@ -55,8 +56,10 @@ def test_every_method_is_scored_and_refusal_measured(
     assert "reranked" not in out
     assert 0.0 <= out["refusal"]["off_topic_refused"] <= 1.0
     assert len(OFF_TOPIC_QUESTIONS) == 24
-    assert out["answers"]["questions"] == 1
+    assert set(out["answers"]) == set(MODES)  # each mode's figures
+    assert all(figures["questions"] == 1 for figures in out["answers"].values())
     lines = summary_lines(out)
     assert lines[0].startswith("garden:test: 2 queries, 3 documents")
     assert [line.split()[0] for line in lines[2:5]] == list(runner.METHODS)
-    assert lines[-2].startswith("refusal:") and lines[-1].startswith("answers:")
+    assert lines[-3].startswith("refusal:")
+    assert [line.split(":")[0] for line in lines[-2:]] == [f"answers ({m})" for m in MODES]
