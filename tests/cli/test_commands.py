@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from citeline.models.minilm import default_embedding_model_path
-from conftest import copy_samples
+from conftest import SAMPLES, copy_samples
 
 CLI = [sys.executable, "-m", "citeline.cli"]
 
@@ -204,3 +204,9 @@ def test_kill_9_mid_run_leaves_a_usable_index_that_the_next_run_completes(tmp_pa
     fresh = tmp_path / "fresh"
     shutil.copytree(docs, fresh, ignore=shutil.ignore_patterns(".citeline"))
     assert json.loads(run("index", "--docs", str(fresh), "--json").stdout)["chunks"] == chunks
+
+
+def test_the_demo_finds_the_bundled_samples() -> None:
+    from citeline.cli.commands import _samples_dir
+
+    assert _samples_dir() == SAMPLES and (SAMPLES / "getting-started.md").is_file()

@@ -227,7 +227,7 @@ def run_serve(args: argparse.Namespace) -> int:
 
 
 def _samples_dir() -> Path:
-    return Path(__file__).resolve().parents[2] / "samples"
+    return Path(__file__).resolve().parents[3] / "samples"  # the repository's samples/
 
 
 def run_demo(args: argparse.Namespace) -> int:
