@@ -63,6 +63,7 @@ def q8_0_model_path() -> Path:
     import numpy as np
 
     from citeline.models import minilm
+    from citeline.models.bert_gguf import convert_bert_to_gguf
 
     f16 = minilm.default_embedding_model_path()
     target = f16.with_name(f16.name.replace(".f16.gguf", ".q8_0.gguf"))
@@ -84,7 +85,7 @@ def q8_0_model_path() -> Path:
     gguf.GGUFWriter.add_tensor = quantizing_add_tensor  # type: ignore[method-assign]
     gguf.GGUFWriter.add_file_type = q8_file_type  # type: ignore[method-assign]
     try:
-        minilm.convert_bert_to_gguf(minilm.minilm_source_dir(), target, f16=True)
+        convert_bert_to_gguf(minilm.minilm_source_dir(), target, model_name=minilm.MODEL_NAME)
     finally:
         gguf.GGUFWriter.add_tensor = add_tensor  # type: ignore[method-assign]
         gguf.GGUFWriter.add_file_type = add_file_type  # type: ignore[method-assign]
@@ -94,11 +95,13 @@ def q8_0_model_path() -> Path:
 def f32_model_path() -> Path:
     """An F32 copy of the default all-MiniLM-L6-v2 GGUF (the converter with f16=False)."""
     from citeline.models import minilm
+    from citeline.models.bert_gguf import convert_bert_to_gguf
 
     f16 = minilm.default_embedding_model_path()
     target = f16.with_name(f16.name.replace(".f16.gguf", ".f32.gguf"))
     if not target.is_file():
-        minilm.convert_bert_to_gguf(minilm.minilm_source_dir(), target, f16=False)
+        source = minilm.minilm_source_dir()
+        convert_bert_to_gguf(source, target, f16=False, model_name=minilm.MODEL_NAME)
     return target
 
 
@@ -167,17 +170,17 @@ def pad_decodes(multiple: int) -> None:
     """
     import numpy as np
 
-    from citeline.core import llama_encoder
+    from citeline.backends.llama import encoder as llama_encoder
 
     decode = llama_encoder.LlamaEncoder._decode
 
     def padded(self: Any, group: list[int], token_lists: list[list[int]], out: Any) -> None:
         n = sum(len(token_lists[i]) for i in group)
         pad = -n % multiple
-        if pad == 0 or n + pad > self._n_ctx or len(group) >= self._n_seq_max:
+        if pad == 0 or n + pad > self._n_ctx or len(group) >= self._batch.n_seq_max:
             decode(self, group, token_lists, out)
             return
-        filler = [self._fallback_token] * pad
+        filler = [self._tokenizer.fallback_token] * pad
         rows = np.empty((len(group) + 1, out.shape[1]), dtype=out.dtype)
         local = [token_lists[i] for i in group] + [filler]
         decode(self, list(range(len(local))), local, rows)
@@ -187,7 +190,7 @@ def pad_decodes(multiple: int) -> None:
 
 
 def work_embed(config: dict[str, Any]) -> dict[str, Any]:
-    from citeline.core.embedding import LlamaEmbedder
+    from citeline.backends.llama.embedder import LlamaEmbedder
 
     if config.get("pad"):
         pad_decodes(int(config["pad"]))
@@ -231,7 +234,7 @@ def work_embed(config: dict[str, Any]) -> dict[str, Any]:
 
 def work_query(config: dict[str, Any]) -> dict[str, Any]:
     """Search's share of the model: one short query embedded per call (latency)."""
-    from citeline.core.embedding import LlamaEmbedder
+    from citeline.backends.llama.embedder import LlamaEmbedder
 
     queries = [t.split(".")[0][:80] for t in sample_texts(64)]
     embedder = LlamaEmbedder(
@@ -267,7 +270,7 @@ def _prompt_messages(round_no: int) -> list[dict[str, str]]:
 def work_generate(config: dict[str, Any]) -> dict[str, Any]:
     import llama_cpp
 
-    from citeline.core.generation import LlamaGenerator
+    from citeline.backends.llama.generator import LlamaGenerator
     from citeline.models.smollm import default_generator_model_path
 
     path = Path(config["model"]) if config["model"] not in ("f16", "default") else None

@@ -64,6 +64,7 @@ class PackedBatch:
     ``llama_batch_free``): ``n_ctx`` tokens, every one an output."""
 
     def __init__(self, llama_cpp: Any, n_ctx: int, n_seq_max: int) -> None:
+        self.n_seq_max = n_seq_max  # sequences one decode can hold
         self._tokens = np.zeros(n_ctx, dtype=np.int32)
         self._positions = np.zeros(n_ctx, dtype=np.int32)
         self._n_seq_id = np.ones(n_ctx, dtype=np.int32)
