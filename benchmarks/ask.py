@@ -27,10 +27,11 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-from citeline.app import ModelPool, Workspace, open_workspace
-from citeline.core import cpu_share
+from citeline.app import ModelPool, open_workspace
+from citeline.backends.llama import cpu_share
 from citeline.core.embedding import Embedder
 from citeline.core.generation import Generator
+from citeline.service.workspace import Workspace
 from citeline.settings import load_settings
 from common import REPO, peak_rss_mb, scientific_abstracts
 
