@@ -5,11 +5,11 @@ processes spinning on the CPU, as an editor, a browser or a compiler would):
 retrieval time, time to the first visible answer text, and total time per
 question (medians over the questions); then the raw model figures under the same
 loads: the generator's time to first token and tokens/s on a fixed prompt, and
-the embedder's chunks/s.  ``--fixed-threads`` turns off the CPU share's
-measurement of other processes (each model uses every core whatever else runs),
-for comparison.
+the embedder's chunks/s.  ``--spin`` makes llama.cpp's threads spin while they
+wait (``OMP_WAIT_POLICY=ACTIVE``, libgomp's default) instead of sleeping, for
+comparison.
 
-    .venv/bin/python benchmarks/ask.py [--loads 0,1,2] [--fixed-threads] [--json]
+    .venv/bin/python benchmarks/ask.py [--loads 0,1,2] [--spin] [--json]
 """
 
 from __future__ import annotations
@@ -28,7 +28,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from citeline.app import ModelPool, open_workspace
-from citeline.backends.llama import cpu_share
 from citeline.core.embedding import Embedder
 from citeline.core.generation import Generator
 from citeline.service.workspace import Workspace
@@ -60,16 +59,6 @@ def busy_processes(count: int) -> Iterator[None]:
         for process in spinners:
             process.kill()
             process.wait()
-
-
-class NoLoad(cpu_share.ExternalLoad):
-    """The CPU share blind to other processes (``--fixed-threads``)."""
-
-    def __init__(self) -> None:
-        pass
-
-    def cores(self) -> float:
-        return 0.0
 
 
 def median(values: list[float]) -> float:
@@ -121,11 +110,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--work", default="/tmp/citeline-bench-ask")
     parser.add_argument("--loads", default="0,1,2", help="busy processes to run beside")
-    parser.add_argument("--fixed-threads", action="store_true")
+    parser.add_argument("--spin", action="store_true", help="OMP_WAIT_POLICY=ACTIVE")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
-    if args.fixed_threads:
-        cpu_share.CPU.load = NoLoad()
+    if args.spin:  # read when llama.cpp loads, which is below
+        os.environ["OMP_WAIT_POLICY"] = "ACTIVE"
     docs = Path(args.work) / "samples"
     if not (docs / ".citeline").exists():
         shutil.rmtree(docs, ignore_errors=True)
@@ -142,7 +131,7 @@ def main() -> None:
     loads: dict[str, dict[str, object]] = {}
     out: dict[str, object] = {
         "cpus": len(os.sched_getaffinity(0)),
-        "adaptive_threads": not args.fixed_threads,
+        "omp_wait_policy": "ACTIVE" if args.spin else "PASSIVE",
         "loads": loads,
     }
     for load in [int(x) for x in args.loads.split(",")]:

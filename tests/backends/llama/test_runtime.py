@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import llama_cpp
@@ -51,3 +54,18 @@ def test_the_backend_is_prepared_once_and_metadata_is_read(real_embedder: Embedd
 def test_without_a_captured_message_the_error_says_so() -> None:
     runtime.clear_log()
     assert runtime.last_message() == "no details from llama.cpp"
+
+
+def test_openmp_threads_wait_passively_unless_the_user_says_otherwise() -> None:
+    # A fresh interpreter: libgomp reads the variable once, when llama.cpp loads.
+    probe = (
+        "import os; from citeline.backends.llama import runtime;"
+        "runtime.import_llama_cpp(RuntimeError, 'a probe');"
+        "print(os.environ['OMP_WAIT_POLICY'])"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "OMP_WAIT_POLICY"}
+    out = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True)
+    assert out.stdout.strip() == "PASSIVE", out.stderr
+    env["OMP_WAIT_POLICY"] = "ACTIVE"
+    out = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True)
+    assert out.stdout.strip() == "ACTIVE", out.stderr

@@ -19,6 +19,9 @@ from citeline.core.errors import BackendError
 log = logging.getLogger(__name__)
 
 
+DECODE_THREADS = 1
+
+
 class GenerationError(BackendError):
     """The generation model cannot be loaded or failed; one line naming the file."""
 
@@ -42,10 +45,13 @@ class LlamaGenerator:
 
             runtime.prepare_llama(llama_cpp)  # llama.cpp's own logging silenced, once
             threads = n_threads or runtime.available_cpus()
+            # The prompt is read on every thread; tokens are decoded on one: a small
+            # model's per-token work is too little to share across threads that wait
+            # for each other at every layer (measured: docs/performance.md).
             self._llm = Llama(
                 model_path=str(model_path),
                 n_ctx=context_size,
-                n_threads=threads,
+                n_threads=DECODE_THREADS,
                 n_threads_batch=threads,
                 seed=seed,
                 verbose=False,
@@ -58,7 +64,7 @@ class LlamaGenerator:
         self._context = int(self._llm.n_ctx())
         ctx = self._llm._ctx.ctx  # llama-cpp-python's context pointer
         self._thread_limit = ThreadLimit(
-            self, threads, lambda n: llama_cpp.llama_set_n_threads(ctx, n, n)
+            self, threads, lambda n: llama_cpp.llama_set_n_threads(ctx, DECODE_THREADS, n)
         )
 
     @property

@@ -49,8 +49,22 @@ def _on_llama_log(level: int, text: bytes | None, _user_data: Any) -> None:
         _recent_log.append(message)
 
 
+#: libgomp reads its wait policy once, when llama.cpp's library loads.  By default a
+#: thread that reaches a barrier first spins for its partner; when another process
+#: holds a core the partner may be parked, and the spinning starves it: with one
+#: busy process beside on 2 cores, embedding fell to 0.37 of its quiet speed and
+#: generation to 0.27.  Waiting passively: 0.56 and 0.69 (docs/performance.md).
+#: Quiet, passive waiting embeds faster too; it costs generation's per-token
+#: barriers, which is why generation decodes on one thread (``generator.py``).
+OPENMP_ENVIRONMENT = {"OMP_WAIT_POLICY": "PASSIVE"}
+
+
 def import_llama_cpp(error: type[Exception], what: str) -> Any:
-    """The ``llama_cpp`` module; ``error`` naming ``what`` could not load if it cannot."""
+    """The ``llama_cpp`` module; ``error`` naming ``what`` could not load if it cannot.
+
+    Sets :data:`OPENMP_ENVIRONMENT` first (unless the user set those variables)."""
+    for name, value in OPENMP_ENVIRONMENT.items():
+        os.environ.setdefault(name, value)
     try:
         import llama_cpp
     except Exception as exc:  # ImportError, or OSError from loading the shared library
