@@ -39,7 +39,7 @@ import numpy as np
 
 from citeline.app import ModelPool, open_workspace
 from citeline.core import keywords
-from citeline.core.answering import extractive, scoring
+from citeline.core.answering import extractive, features, fitted, scoring
 from citeline.core.answering.evidence import distinct_evidence, is_evidence
 from citeline.core.answering.results import Evidence
 from citeline.core.answering.settings import AnswerSettings
@@ -106,13 +106,13 @@ def collect(args: argparse.Namespace) -> list[Row]:
         identifiers = sorted(keywords.identifier_terms(query.text))
         unknown = bool(identifiers and workspace.retriever.unknown_terms(identifiers))
         words = {
-            w.lower(): embedder.count_tokens(w.lower()) for w in scoring.question_words(query.text)
+            w.lower(): embedder.count_tokens(w.lower()) for w in features.question_words(query.text)
         }
         for variant, removed in variants:
             # every distinct hit, evidence or not: thresholds are swept offline
             evidence = distinct_evidence(variant, answer)
             units = scorer.features(query.text, evidence, cjk=cjk)
-            inputs = [scoring.embedding_input(u, e) for u, e, _ in units]
+            inputs = [features.embedding_input(u, e) for u, e, _ in units]
             if use_dense:
                 missing = [t for t in dict.fromkeys(inputs) if (query.text, t) not in cosines]
                 if missing:
@@ -164,7 +164,7 @@ def filtered(row: Row, answer: AnswerSettings) -> Row:
 # -- fitting ---------------------------------------------------------------------
 
 
-def fit_logistic(x: np.ndarray, y: np.ndarray, l2: float) -> scoring.Weights:
+def fit_logistic(x: np.ndarray, y: np.ndarray, l2: float) -> fitted.Weights:
     """An L2-regularised logistic regression (bias unpenalised), by Newton steps."""
     xb = np.hstack([np.ones((len(x), 1)), x])
     w = np.zeros(xb.shape[1])
@@ -178,10 +178,10 @@ def fit_logistic(x: np.ndarray, y: np.ndarray, l2: float) -> scoring.Weights:
         w -= step
         if np.abs(step).max() < 1e-8:
             break
-    return scoring.Weights(round(float(w[0]), 3), tuple(round(float(v), 3) for v in w[1:]))
+    return fitted.Weights(round(float(w[0]), 3), tuple(round(float(v), 3) for v in w[1:]))
 
 
-def ranked(row: Row, models: scoring.Models) -> list[scoring.ScoredUnit]:
+def ranked(row: Row, models: fitted.Models) -> list[scoring.ScoredUnit]:
     """The row's units in the product's order: dense reordering of the lexical head."""
     units = [scoring.ScoredUnit(u, e, f, models.lexical.logit(f)) for u, e, f in row.units]
     cosine = {id(u): c for (u, _, _), c in zip(row.units, row.cosines, strict=True)}
@@ -198,13 +198,17 @@ def ranked(row: Row, models: scoring.Models) -> list[scoring.ScoredUnit]:
     return units
 
 
-def scored(row: Row, models: scoring.Models) -> scoring.Scored:
+def scored(row: Row, models: fitted.Models) -> scoring.Scored:
     units = ranked(row, models)
     evidence = list({id(e): e for _, e, _ in row.units}.values())
     jargon = (
         0
         if row.cjk
-        else scoring.missing_jargon(row.question, units, lambda w: row.count_tokens.get(w, 1))
+        else features.missing_jargon(
+            row.question,
+            [(s.unit, s.evidence) for s in units],
+            lambda w: row.count_tokens.get(w, 1),
+        )
     )
     q = scoring.question_features(
         row.question, units, lambda terms: row.idf, evidence, row.unknown_identifier, jargon
@@ -212,7 +216,7 @@ def scored(row: Row, models: scoring.Models) -> scoring.Scored:
     return scoring.Scored(units, models.answerable.probability(q), q, models)
 
 
-def top_k(rows: list[Row], models: scoring.Models, k: int) -> float:
+def top_k(rows: list[Row], models: fitted.Models, k: int) -> float:
     reachable = [r for r in rows if r.answerable and any(r.labels)]
     found = 0
     for row in reachable:
@@ -221,13 +225,13 @@ def top_k(rows: list[Row], models: scoring.Models, k: int) -> float:
     return found / max(len(reachable), 1)
 
 
-def fit(rows: list[Row], dense: bool, false_refusals: float) -> scoring.Models:
+def fit(rows: list[Row], dense: bool, false_refusals: float) -> fitted.Models:
     train = [r for r in rows if r.answerable and r.units]
     x = np.array([f for r in train for _, _, f in r.units])
     y = np.array([float(label) for r in train for label in r.labels])
     lexical = fit_logistic(x, y, l2=1e-2)
-    no_answerability = scoring.Weights(0.0, (0.0,) * len(scoring.QUESTION_FEATURES))
-    models = scoring.Models(lexical, None, no_answerability)
+    no_answerability = fitted.Weights(0.0, (0.0,) * len(fitted.QUESTION_FEATURES))
+    models = fitted.Models(lexical, None, no_answerability)
     if dense:
         head_x, head_y = [], []
         for r in train:
@@ -255,7 +259,7 @@ def fit(rows: list[Row], dense: bool, false_refusals: float) -> scoring.Models:
     return dataclasses.replace(models, threshold=round(float(threshold) - 1e-3, 3))
 
 
-def report(rows: list[Row], models: scoring.Models, name: str) -> None:
+def report(rows: list[Row], models: fitted.Models, name: str) -> None:
     answerable = [r for r in rows if r.answerable]
     print(
         f"\n== {name}: {len(answerable)} answerable,"
@@ -267,11 +271,11 @@ def report(rows: list[Row], models: scoring.Models, name: str) -> None:
     print(f"  Models(\n    lexical={models.lexical},\n    dense={models.dense},")
     print(f"    answerable={models.answerable},")
     print(f"    threshold={models.threshold},\n  )")
-    for i, feature in enumerate(scoring.FEATURES):
-        only = scoring.Weights(
-            0.0, tuple(1.0 if j == i else 0.0 for j in range(len(scoring.FEATURES)))
+    for i, feature in enumerate(fitted.FEATURES):
+        only = fitted.Weights(
+            0.0, tuple(1.0 if j == i else 0.0 for j in range(len(fitted.FEATURES)))
         )
-        alone = scoring.Models(only, None, models.answerable)
+        alone = fitted.Models(only, None, models.answerable)
         top1, top3 = top_k(rows, alone, 1), top_k(rows, alone, 3)
         print(f"  {feature:17} alone: top1 {top1:.3f} top3 {top3:.3f}")
     lexical_only = dataclasses.replace(models, dense=None)

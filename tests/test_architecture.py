@@ -106,15 +106,6 @@ TESTED_ELSEWHERE = {
     # a list of questions (data), used by the evaluation report
     "evaluation/off_topic.py": "evaluation/test_report.py",
 }
-# The answer stage's own branch (the answers issue) tests these through the flow.
-ANSWERING_FLOW_TESTS = ("core/answering/test_flow.py", "core/answering/test_flow_real.py")
-ANSWERING_WITHOUT_OWN_TESTS = {
-    "core/answering/extractive.py",
-    "core/answering/language.py",
-    "core/answering/results.py",
-    "core/answering/scoring.py",
-    "core/answering/settings.py",
-}
 
 
 def test_every_module_has_a_test_module_of_its_own() -> None:
@@ -123,9 +114,7 @@ def test_every_module_has_a_test_module_of_its_own() -> None:
         rel = path.relative_to(PACKAGE).as_posix()
         if path.name in ("__init__.py", "__main__.py") or path.name == "py.typed":
             continue
-        if rel in ANSWERING_WITHOUT_OWN_TESTS:
-            expected = [REPO / "tests" / t for t in ANSWERING_FLOW_TESTS]
-        elif rel in TESTED_ELSEWHERE:
+        if rel in TESTED_ELSEWHERE:
             expected = [REPO / "tests" / TESTED_ELSEWHERE[rel]]
         else:
             expected = [REPO / "tests" / Path(rel).parent / f"test_{path.name}"]

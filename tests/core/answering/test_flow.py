@@ -6,8 +6,9 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Iterator, Sequence
 
+from citeline.core.answering.fitted import ENGLISH
 from citeline.core.answering.flow import EXTRACTIVE, GENERATIVE, AskContext, ask
-from citeline.core.answering.scoring import ENGLISH, UnitScorer
+from citeline.core.answering.scoring import UnitScorer
 from citeline.core.answering.settings import AnswerSettings
 from citeline.core.documents import Chunk, Hit
 

@@ -129,7 +129,10 @@ def select(result: Scored, max_units: int = MAX_UNITS) -> Extract:
         current = candidate
         for _ in range(max_units):
             following = at.get((n, current.unit.position + 1))
-            if following is None or not _CONTINUES.search(current.unit.text):
+            if following is None:
+                break
+            its_list = following.unit.kind == "item" and following.unit.lead == candidate.unit.text
+            if not (its_list or _CONTINUES.search(current.unit.text)):
                 break
             add(following)
             current = following
@@ -166,31 +169,36 @@ def compose(extract: Extract) -> str:
     """The answer text: each unit verbatim, then the [n] of its block.
 
     Sentences of one paragraph run on in one line; list items, table rows and
-    code blocks start lines of their own.
+    code blocks start lines of their own.  A list's lead-in and a table's header
+    are shown once, before the first of their items or rows.
     """
     lines: list[str] = []
+    shown: set[tuple[int, str]] = set()  # (block, text) already in the answer
     previous: ScoredUnit | None = None
     for s in extract.units:
-        unit = s.unit
-        marked = f"{unit.display} [{s.evidence.n}]"
+        unit, n = s.unit, s.evidence.n
+        lead_shown = (n, unit.lead) in shown
         if unit.kind == "code":
-            marked = f"{unit.text}\n[{s.evidence.n}]"
+            marked = f"{unit.text}\n[{n}]"
+        elif unit.kind == "row" and not lead_shown:
+            marked = f"{unit.display} [{n}]"
+        else:
+            marked = f"{unit.text} [{n}]"
         runs_on = (
             previous is not None
             and unit.kind == "sentence"
             and previous.unit.kind == "sentence"
-            and previous.evidence.n == s.evidence.n
+            and previous.evidence.n == n
             and previous.unit.block == unit.block
         )
         if runs_on:
             lines[-1] += " " + marked
         else:
-            if (
-                unit.kind == "item"
-                and unit.lead
-                and (previous is None or previous.unit.lead != unit.lead)
-            ):
-                lines.append(f"{unit.lead} [{s.evidence.n}]")
+            if unit.kind == "item" and unit.lead and not lead_shown:
+                lines.append(f"{unit.lead} [{n}]")
             lines.append(marked)
+        shown.add((n, unit.text))
+        if unit.lead:
+            shown.add((n, unit.lead))
         previous = s
     return "\n".join(lines)

@@ -1,0 +1,147 @@
+"""The features answer units are scored by, and the rules behind them.
+
+Every unit of every evidence block (``units``) gets lexical features, cheap to
+compute for all of them:
+
+- ``lexical``: the share of the question's information (keyword terms: stemmed
+  English words, identifiers, CJK bigrams, weighted by their IDF in the index)
+  found in the unit;
+- ``context``: the same over the unit with its title, section heading and
+  lead-in, which often name what the unit is about;
+- ``local``: the same with terms weighted by how rare they are among the
+  candidate units themselves: a term every unit shares (the topic, often named
+  only in the first sentence) says little about which unit answers;
+- ``local_characters``: for Chinese, Japanese and Korean, the same over the
+  question's content characters (the CMRC 2018 scorer's unit);
+- ``previous``: ``local`` of the unit just before it in its block (a unit
+  after a matching one often holds the value: "The default is 6700.");
+- ``rank``: the retrieval rank of the unit's block;
+- ``length``: the unit's length (short units say little);
+- ``code``: the unit is a code block (its terms leave out string literals:
+  ``citeline ask "Where is the index?"`` is an example of asking, not an answer);
+- ``how_code``: a code block, and the question asks how to do something or for
+  a command (code answers those);
+- ``fragment``: the unit does not end like a sentence (a term being defined, a
+  heading or caption in a PDF's text layer);
+- ``number``: the question asks for a quantity or a time and the unit holds one.
+
+The question as a whole is judged by whether it names an identifier the
+documents never mention (``core.sshCommand``, ``SHA-256``) and how many of its
+words are jargon the evidence never uses (a word the embedder's tokenizer does
+not know whole, such as ``deborphan`` or ``checkbashisms``, is not everyday
+English: a question about it wants that very thing), beside the scores in
+``scoring``.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable, Sequence
+
+from citeline.core import keywords
+from citeline.core.answering.results import Evidence
+from citeline.core.answering.units import Unit
+from citeline.core.documents import SECTION_SEPARATOR
+from citeline.core.scripts import CJK_RUN
+
+CountTokens = Callable[[str], int]
+Placed = tuple[Unit, Evidence]  # a unit and the evidence block it is in
+
+_CJK_QUESTION_CHARS = frozenset("什么哪里谁多少几吗呢是的了在有为何怎样如请问一个这那些")
+LENGTH_NORM = 200.0
+ASKS_NUMBER = re.compile(
+    r"\b(?:how (?:many|much|long|often|old|large|big)|when|what (?:year|date|time|size)|"
+    r"which (?:year|version|port|number))\b|多少|几|哪一?年|何时|什么时候|多大|多高|多长|多久",
+    re.IGNORECASE,
+)
+NUMBER = re.compile(r"\d|[一二三四五六七八九十百千万亿两]")
+ASKS_HOW = re.compile(
+    r"\b(?:how (?:do|can|should|would|to)|which (?:command|option|flag|setting|pragma)|"
+    r"what command|command)\b|如何|怎么|怎样|命令",
+    re.IGNORECASE,
+)
+
+
+_QUOTED = re.compile(r"\"[^\"\n]*\"|'[^'\n]*'")
+
+
+def meaning(unit: Unit) -> str:
+    """The text a unit's terms are taken from: a code block without its string
+    literals, which are data (an example question, a file name), not what it does."""
+    return _QUOTED.sub(" ", unit.text) if unit.kind == "code" else unit.text
+
+
+def coverage(weights: dict[str, float], present: set[str]) -> float:
+    total = sum(weights.values())
+    if total <= 0:
+        return 0.0
+    return sum(w for t, w in weights.items() if t in present) / total
+
+
+def local_weights(question: set[str], units: Sequence[set[str]]) -> dict[str, float]:
+    """Question items weighted by their rarity among the candidate units."""
+    n = len(units)
+    return {item: math.log((n + 1) / (sum(item in u for u in units) + 0.5)) for item in question}
+
+
+def content_characters(question: str) -> set[str]:
+    chars = {c for run in CJK_RUN.findall(question) for c in run}
+    return chars - _CJK_QUESTION_CHARS
+
+
+def _folded(text: str) -> str:
+    return " ".join(re.findall(r"\w+", text.lower()))
+
+
+def repeats_heading(unit: Unit, evidence: Evidence) -> bool:
+    chunk = evidence.hit.chunk
+    text = _folded(unit.text)
+    return bool(text) and any(text == _folded(h) for h in (*chunk.heading_path, chunk.title))
+
+
+def unit_context(unit: Unit, evidence: Evidence) -> str:
+    """The title, section and lead-in that tell what a unit is about."""
+    chunk = evidence.hit.chunk
+    parts = list(chunk.heading_path)
+    if chunk.title_from_content and chunk.title and (not parts or parts[0] != chunk.title):
+        parts.insert(0, chunk.title)
+    head = SECTION_SEPARATOR.join(parts)
+    return "\n".join(p for p in (head, unit.lead) if p)
+
+
+def embedding_input(unit: Unit, evidence: Evidence) -> str:
+    """What the embedder reads for a unit: its heading, then the unit."""
+    context = unit_context(unit, evidence)
+    return f"{context}\n\n{unit.text}" if context else unit.text
+
+
+def evidence_terms(units: Sequence[Placed]) -> set[str]:
+    """Every keyword term of the units and their headings."""
+    out: set[str] = set()
+    for unit, evidence in units:
+        out |= set(keywords.terms(unit.text))
+        out |= set(keywords.terms(unit_context(unit, evidence)))
+    return out
+
+
+_WORD = re.compile(r"[A-Za-z][\w.]*[A-Za-z0-9]|[A-Za-z]")
+
+
+def question_words(question: str) -> list[str]:
+    """The question's Latin-script words, a hyphenated word as its parts."""
+    return list(dict.fromkeys(w for part in question.split("-") for w in _WORD.findall(part)))
+
+
+def missing_jargon(question: str, units: Sequence[Placed], count_tokens: CountTokens) -> int:
+    """How many of the question's words are jargon (not one token to the embedder's
+    tokenizer) that no unit uses; a hyphenated word counts by its parts."""
+    present = evidence_terms(units)
+    found = 0
+    for word in question_words(question):
+        terms = keywords.terms(word)
+        if not terms or all(t in present for t in terms):
+            continue
+        if count_tokens(word.lower()) > 1:
+            found += 1
+    return found

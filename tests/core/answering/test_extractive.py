@@ -1,0 +1,85 @@
+"""Choosing units and writing them out: what comes along, the order, the markers."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from citeline.core.answering.extractive import compose, renumber, select
+from citeline.core.answering.fitted import ENGLISH
+from citeline.core.answering.results import Evidence
+from citeline.core.answering.scoring import Scored, ScoredUnit
+from citeline.core.answering.units import split_units
+from citeline.core.documents import Chunk, Hit
+
+
+def block(n: int, text: str) -> list[ScoredUnit]:
+    chunk = Chunk(f"{n}.md", "Doc", ("Doc",), text, 1, 9, None, 0)
+    e = Evidence(n, Hit(n, n, 0.9, chunk))
+    return [ScoredUnit(u, e, (), -5.0) for u in split_units(text)]
+
+
+def scored(units: list[ScoredUnit], logits: dict[str, float], relative: float = 0.5) -> Scored:
+    """The units with the given log-odds (by text; others stay low), best first."""
+    ranked = sorted(
+        (dataclasses.replace(u, logit=logits.get(u.unit.text, u.logit)) for u in units),
+        key=lambda u: -u.logit,
+    )
+    return Scored(ranked, 0.9, (), dataclasses.replace(ENGLISH, relative=relative))
+
+
+def texts(units: list[ScoredUnit]) -> list[str]:
+    return [u.unit.text for u in units]
+
+
+def test_units_under_the_relative_cut_stay_out() -> None:
+    units = block(1, "Alpha is first. Beta is second. Gamma is third.")
+    result = select(scored(units, {"Gamma is third.": 2.0, "Alpha is first.": 1.9}))
+    assert texts(result.units) == ["Alpha is first.", "Gamma is third."]  # reading order
+    result = select(scored(units, {"Gamma is third.": 2.0, "Alpha is first.": -2.0}))
+    assert texts(result.units) == ["Gamma is third."]
+
+
+def test_a_dependent_sentence_brings_the_one_before_it() -> None:
+    units = block(1, "The index lives in .citeline. It holds one database.")
+    result = select(scored(units, {"It holds one database.": 2.0}))
+    assert texts(result.units) == ["The index lives in .citeline.", "It holds one database."]
+
+
+def test_a_colon_brings_what_follows_and_a_term_its_definition() -> None:
+    units = block(1, "Use these options:\n\n- --json\n- --docs")
+    result = select(scored(units, {"Use these options:": 2.0}))
+    assert texts(result.units) == ["Use these options:", "- --json", "- --docs"]
+    units = block(2, "gc.auto\n\nWhen there are more loose objects, gc packs them.")
+    result = select(scored(units, {"When there are more loose objects, gc packs them.": 2.0}))
+    assert texts(result.units)[0] == "gc.auto"
+
+
+def test_a_default_value_after_a_chosen_sentence_comes_along() -> None:
+    units = block(1, "Above this many loose objects gc packs them. The default value is 6700.")
+    result = select(scored(units, {"Above this many loose objects gc packs them.": 2.0}))
+    assert texts(result.units)[-1] == "The default value is 6700."
+
+
+def test_blocks_are_numbered_in_the_order_the_answer_cites_them() -> None:
+    units = block(1, "Noise here.") + block(2, "The answer is here.")
+    result = select(scored(units, {"The answer is here.": 2.0}))
+    result, evidence = renumber(result)
+    assert [(e.n, e.hit.chunk.path) for e in evidence] == [(1, "2.md"), (2, "1.md")]
+    assert compose(result) == "The answer is here. [1]"
+
+
+def test_composition_keeps_paragraphs_lists_tables_and_code_readable() -> None:
+    text = (
+        "One. Two.\n\nOptions:\n\n- a\n- b\n\n| k | v |\n|---|---|\n| x | 1 |\n\n```sh\nmake\n```"
+    )
+    units = block(1, text)
+    every = {u.unit.text: 2.0 for u in units}
+    result = select(scored(units, every, relative=0.0), max_units=len(units))
+    assert compose(result) == (
+        "One. [1] Two. [1]\n"
+        "Options: [1]\n"
+        "- a [1]\n"
+        "- b [1]\n"
+        "| k | v |\n|---|---|\n| x | 1 | [1]\n"
+        "```sh\nmake\n```\n[1]"
+    )

@@ -1,0 +1,79 @@
+"""The rules answer units are scored by."""
+
+from __future__ import annotations
+
+import math
+
+from citeline.core.answering.features import (
+    ASKS_HOW,
+    ASKS_NUMBER,
+    content_characters,
+    coverage,
+    local_weights,
+    meaning,
+    missing_jargon,
+    question_words,
+    repeats_heading,
+    unit_context,
+)
+from citeline.core.answering.results import Evidence
+from citeline.core.answering.units import Unit
+from citeline.core.documents import Chunk, Hit
+
+
+def evidence(text: str, heading: tuple[str, ...] = ("Guide", "Index")) -> Evidence:
+    chunk = Chunk("g.md", "Guide", heading, text, 1, 2, None, 0)
+    return Evidence(1, Hit(1, 1, 0.9, chunk))
+
+
+def test_coverage_is_the_weighted_share_of_items_present() -> None:
+    assert coverage({"index": 3.0, "store": 1.0}, {"index"}) == 0.75
+    assert coverage({}, {"index"}) == 0.0
+
+
+def test_items_every_unit_has_weigh_less_than_rare_ones() -> None:
+    weights = local_weights({"git", "stash"}, [{"git", "stash"}, {"git"}, {"git"}])
+    assert weights["stash"] > weights["git"] > 0
+    assert math.isclose(weights["git"], math.log(4 / 3.5))
+
+
+def test_a_code_block_means_what_it_does_not_its_string_literals() -> None:
+    code = Unit('```bash\nciteline ask "Where is the index?" --docs ~/notes\n```', "code", 0, 0)
+    assert "index" not in meaning(code) and "--docs" in meaning(code)
+    prose = Unit('He said "index".', "sentence", 0, 0)
+    assert meaning(prose) == prose.text
+
+
+def test_question_words_and_characters() -> None:
+    assert question_words("Which BSD-style lpr? (core.sshCommand)") == [
+        "Which",
+        "BSD",
+        "style",
+        "lpr",
+        "core.sshCommand",
+    ]
+    assert content_characters("索引保存在哪里？") == set("索引保存")
+    assert ASKS_NUMBER.search("How many moons?") and ASKS_NUMBER.search("索引有多大？")
+    assert ASKS_HOW.search("How do I rotate keys?") and not ASKS_HOW.search("Why is it slow?")
+
+
+def test_a_unit_repeating_its_heading_is_not_an_answer() -> None:
+    e = evidence("Index\nThe index lives in .citeline.")
+    assert repeats_heading(Unit("Index", "sentence", 0, 0), e)
+    assert not repeats_heading(Unit("The index lives in .citeline.", "sentence", 0, 1), e)
+    assert unit_context(Unit("- a", "item", 0, 0, lead="Options:"), e) == (
+        "Guide > Index\nOptions:"
+    )
+
+
+def test_jargon_the_evidence_never_uses() -> None:
+    e = evidence("Use git stash to put work aside.")
+    units = [(Unit("Use git stash to put work aside.", "sentence", 0, 0), e)]
+    pieces = {"deborphan": 3, "stash": 1, "remove": 1, "orphaned": 2, "libraries": 1}
+
+    def count(word: str) -> int:
+        return pieces.get(word, 1)
+
+    # "orphaned" and "deborphan" are not one token each, and the evidence lacks both
+    assert missing_jargon("Remove orphaned libraries with deborphan?", units, count) == 2
+    assert missing_jargon("How do I stash work?", units, count) == 0

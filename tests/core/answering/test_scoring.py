@@ -1,0 +1,71 @@
+"""Scoring units: the order, the dense reordering, the answerability judgement."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from citeline.core.answering.fitted import FEATURES
+from citeline.core.answering.results import Evidence
+from citeline.core.answering.scoring import DENSE_CANDIDATES, UnitScorer
+from citeline.core.documents import Chunk, Hit
+
+GUIDE = (
+    "Citeline reads Markdown, HTML and PDF files. "
+    "The index is stored in a folder named .citeline inside the documents folder. "
+    "Searches combine dense and keyword results."
+)
+
+
+def evidence(text: str = GUIDE, n: int = 1) -> Evidence:
+    chunk = Chunk(f"{n}.md", "Guide", ("Guide",), text, 1, 3, None, 0)
+    return Evidence(n, Hit(n, n, 0.9, chunk, dense=0.6, keyword=0.9))
+
+
+def idf(terms: Sequence[str]) -> dict[str, float]:
+    return dict.fromkeys(terms, 2.0)
+
+
+def test_the_unit_that_answers_comes_first() -> None:
+    scored = UnitScorer(idf).score(
+        "Where is the index stored?", [evidence()], cjk=False, use_dense=False
+    )
+    assert scored.units[0].unit.text.startswith("The index is stored")
+    assert [s.logit for s in scored.units] == sorted((s.logit for s in scored.units), reverse=True)
+    assert 0.0 <= scored.answerable <= 1.0
+
+
+def test_the_best_units_are_embedded_in_one_batch_and_reordered() -> None:
+    batches: list[int] = []
+    text = " ".join(f"Sentence number {i} talks about topic {i}." for i in range(30))
+
+    def embed(texts: Sequence[str]) -> np.ndarray:
+        batches.append(len(texts))
+        # the last sentence looks like the question to the "embedder"
+        return np.array([[1.0, 0.0] if "29" in t else [0.0, 1.0] for t in texts], np.float32)
+
+    scorer = UnitScorer(idf, embed_texts=embed, embed_query=lambda q: np.array([1.0, 0.0]))
+    scored = scorer.score("What about topic 29?", [evidence(text)], cjk=False, use_dense=True)
+    assert batches == [DENSE_CANDIDATES]
+    assert "29" in scored.units[0].unit.text
+    assert len(scored.units[0].features) == len(scored.units[-1].features) + 1  # the cosine
+    lexical_only = UnitScorer(idf, embed_texts=embed).score(  # no query embedder
+        "What about topic 29?", [evidence(text)], cjk=False, use_dense=True
+    )
+    assert batches == [DENSE_CANDIDATES]  # nothing embedded the second time
+    assert {len(s.features) for s in lexical_only.units} == {len(FEATURES)}
+
+
+def test_an_identifier_the_index_never_contains_lowers_answerability() -> None:
+    question = "Where is core.indexPath stored?"
+    known = UnitScorer(idf, unknown_terms=lambda terms: set())
+    unknown = UnitScorer(idf, unknown_terms=lambda terms: set(terms))
+    a = known.score(question, [evidence()], cjk=False, use_dense=False)
+    b = unknown.score(question, [evidence()], cjk=False, use_dense=False)
+    assert b.answerable < a.answerable
+
+
+def test_no_units_no_answer() -> None:
+    scored = UnitScorer(idf).score("Anything?", [evidence("")], cjk=False, use_dense=False)
+    assert scored.units == [] and not scored.answered
