@@ -203,7 +203,7 @@ export function answerLabel(answer: Answer | undefined, model?: string): AnswerL
   const confidence =
     typeof answer.confidence === 'number' && Number.isFinite(answer.confidence) ? ` Confidence that it answers the question: ${Math.round(answer.confidence * 100)}%.` : '';
   if (answer.mode === 'generative') {
-    const name = modelName(model);
+    const name = modelName(answer.model ?? model);
     return {
       mode: 'generative',
       text: `Written by ${name ?? 'the model'}, checked against sources`,

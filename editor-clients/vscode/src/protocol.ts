@@ -124,13 +124,15 @@ export interface Answer {
   answer: string;
   /** null for a refusal. */
   mode: AnswerMode | null;
+  /** The generator's file name when it wrote the answer (mode "generative"). */
+  model?: string | null;
   /** Why a generative ask answered extractively; null otherwise. */
   fallback: Fallback | null;
   /** The documents do not hold the answer. */
   refused: boolean;
   generator_called: boolean;
   degraded: Degraded | null;
-  /** The extractive scorer's probability (0..1) that its best unit answers the question; null when not scored. */
+  /** The scorer's probability (0..1) that the evidence answers the question; null when not scored. */
   confidence: number | null;
   folder?: FolderUri;
   citations: Citation[];
