@@ -67,6 +67,25 @@ async function runCommand(page, title, timeoutMs = 60_000) {
   }
 }
 
+async function askQuestion(page, text) {
+  // The ask box closes if focus moves away just as it opens (an editor that a
+  // previous step opened taking focus late): ask again, bounded.
+  for (let attempt = 1; ; attempt++) {
+    await runCommand(page, 'Citeline: Ask a Question');
+    try {
+      await page.locator('.quick-input-widget', { hasText: 'Ask your documents' }).waitFor({ state: 'visible', timeout: 15_000 });
+      await page.locator('.quick-input-widget input.input').fill(text, { timeout: 5_000 });
+      await page.keyboard.press('Enter');
+      return;
+    } catch (e) {
+      if (attempt >= 3) throw e;
+      mark(`the ask box closed before the question was typed (attempt ${attempt}); asking again`);
+      await page.keyboard.press('Escape');
+      await page.waitForTimeout(1000);
+    }
+  }
+}
+
 function citelineStatus(page) {
   return page.locator('.statusbar-item', { hasText: 'Citeline:' }).first();
 }
@@ -160,11 +179,7 @@ try {
   await page.keyboard.press('Control+J'); // hide the panel again
 
   // ---- ask -----------------------------------------------------------------------
-  await runCommand(page, 'Citeline: Ask a Question');
-  const askInput = page.locator('.quick-input-widget input.input');
-  await page.locator('.quick-input-widget', { hasText: 'Ask your documents' }).waitFor({ state: 'visible', timeout: 15_000 });
-  await askInput.fill(question);
-  await page.keyboard.press('Enter');
+  await askQuestion(page, question);
   const askedAt = Date.now();
   mark(`asked: "${question}"`);
   const frame = await answerFrame(page, 60_000);
@@ -369,10 +384,7 @@ try {
 
   // ---- a second question: the history keeps both -------------------------------------
   const second = opt('second-question', 'What is the boiling point of tungsten on Mars?');
-  await runCommand(page, 'Citeline: Ask a Question');
-  await page.locator('.quick-input-widget', { hasText: 'Ask your documents' }).waitFor({ state: 'visible', timeout: 15_000 });
-  await page.locator('.quick-input-widget input.input').fill(second);
-  await page.keyboard.press('Enter');
+  await askQuestion(page, second);
   const frame2 = await answerFrame(page, 30_000);
   const newest = frame2.locator('#history .entry').first();
   await frame2.locator('#history .entry', { hasText: second }).first().waitFor({ state: 'attached', timeout: 30_000 });
