@@ -47,6 +47,9 @@ class SourceDocument:
     blocks: tuple[Block, ...]
     title_from_content: bool = True
     metadata: Mapping[str, str] = field(default_factory=dict)
+    # What loading left out of the text and why, one line each (e.g. the running
+    # headers a PDF repeats on every page): recorded with the file, never silent.
+    notes: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -105,6 +108,25 @@ class Hit:
             "end_line": c.end_line,
             "text": c.text,
         }
+
+
+def display_text(text: str) -> str:
+    """``text`` as it can be shown and stored as UTF-8.
+
+    File names are kept losslessly as Python keeps them (bytes that are not UTF-8
+    become lone surrogates, ``os.fsdecode``); shown, such a byte is U+FFFD.
+    """
+    try:
+        text.encode("utf-8")
+        return text
+    except UnicodeEncodeError:
+        raw = text.encode("utf-8", "surrogateescape" if _escapes_only(text) else "replace")
+        return raw.decode("utf-8", "replace")
+
+
+def _escapes_only(text: str) -> bool:
+    """Whether every surrogate in ``text`` is one ``surrogateescape`` made (U+DC80-DCFF)."""
+    return all(not 0xD800 <= ord(c) <= 0xDFFF or 0xDC80 <= ord(c) <= 0xDCFF for c in text)
 
 
 class LoadError(Exception):

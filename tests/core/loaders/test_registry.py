@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from citeline.core import loaders
+from citeline.core import files, loaders
 from citeline.core.documents import LoadError, SourceDocument
 from citeline.core.loaders import SUPPORTED_SUFFIXES, is_supported, load_document
 
@@ -55,10 +55,10 @@ def test_deleted_between_stat_and_open(tmp_path: Path, monkeypatch: pytest.Monke
     path = tmp_path / "racy.md"
     path.write_text("text\n", encoding="utf-8")
 
-    def vanish(self: Path, *args: object, **kwargs: object) -> object:
+    def vanish(*args: object, **kwargs: object) -> int:
         raise FileNotFoundError(2, "No such file or directory")
 
-    monkeypatch.setattr(Path, "open", vanish)
+    monkeypatch.setattr(files.os, "open", vanish)
     with pytest.raises(LoadError, match=r"^file not found \(deleted\?\)$"):
         load_document(path, "racy.md")
 
@@ -67,10 +67,10 @@ def test_permission_denied(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> N
     path = tmp_path / "private.txt"
     path.write_text("text\n", encoding="utf-8")
 
-    def deny(self: Path, *args: object, **kwargs: object) -> object:
+    def deny(*args: object, **kwargs: object) -> int:
         raise PermissionError(13, "Permission denied")
 
-    monkeypatch.setattr(Path, "open", deny)
+    monkeypatch.setattr(files.os, "open", deny)
     with pytest.raises(LoadError) as info:
         load_document(path, "private.txt")
     assert str(info.value) == "permission denied"

@@ -13,13 +13,20 @@ import logging
 from collections.abc import Callable
 from pathlib import Path
 
-from citeline.core.documents import LoadError, SourceDocument
+from citeline.core.documents import LoadError, SourceDocument, display_text
+from citeline.core.files import FileRefused, read_regular_file
 from citeline.core.loaders.html import load_html
 from citeline.core.loaders.markdown import load_markdown
 from citeline.core.loaders.pdf import load_pdf
 from citeline.core.loaders.text import load_rst, load_text
 
-__all__ = ["SUPPORTED_SUFFIXES", "is_supported", "load_document"]
+__all__ = [
+    "SUPPORTED_SUFFIXES",
+    "is_supported",
+    "load_document",
+    "parse_document",
+    "read_document",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -49,64 +56,58 @@ def is_supported(path: Path) -> bool:
 
 
 def load_document(
-    path: Path, rel_path: str, *, max_bytes: int = DEFAULT_MAX_BYTES
+    path: Path, rel_path: str, *, max_bytes: int = DEFAULT_MAX_BYTES, root: Path | None = None
 ) -> SourceDocument:
     """Load ``path``; the document's ``path`` is ``rel_path``.
 
     Raises LoadError (one line, fit for a user) for an unsupported suffix, a missing,
-    unreadable or too large file, and content its loader cannot use.
+    unreadable, too large or not regular file (or, with ``root``, one outside it), and
+    content its loader cannot use.
     """
-    entry = _LOADERS.get(path.suffix.lower())
-    if entry is None:
-        raise LoadError(f"unsupported file type {path.suffix or '(no suffix)'!r}")
-    loader, format_name = entry
-    data = _read(path, max_bytes)
+    _loader(path)
+    return parse_document(read_document(path, max_bytes, root=root), path, rel_path)
+
+
+def read_document(path: Path, max_bytes: int, *, root: Path | None = None) -> bytes:
+    """The file's bytes, read as :func:`citeline.core.files.read_regular_file` reads
+    (a regular file, bounded, never waiting; inside ``root`` when given); LoadError."""
     try:
-        return loader(data, rel_path, path.name)
+        return read_regular_file(path, max_bytes, root=root)
+    except FileRefused as exc:
+        raise LoadError(str(exc)) from exc
+    except FileNotFoundError as exc:
+        raise LoadError("file not found (deleted?)") from exc
+    except PermissionError as exc:
+        raise LoadError("permission denied") from exc
+    except OSError as exc:
+        if exc.errno == errno.ENAMETOOLONG:
+            raise LoadError("file name too long") from exc
+        if exc.errno in (errno.EISDIR, errno.ENOTDIR, errno.ELOOP):
+            raise LoadError("not a regular file") from exc
+        raise LoadError(f"cannot read file: {exc.strerror or exc}") from exc
+
+
+def parse_document(data: bytes, path: Path, rel_path: str) -> SourceDocument:
+    """The document in ``data`` (the bytes of ``path``), by ``path``'s suffix."""
+    loader, format_name = _loader(path)
+    try:
+        # The file name only gives a fallback title: shown, never used to find the file,
+        # so a name that is not valid UTF-8 is shown with replacement characters.
+        return loader(data, rel_path, display_text(path.name))
     except LoadError:
         raise
     except RecursionError as exc:
         raise LoadError(f"{format_name} is nested too deeply to read") from exc
     except Exception as exc:  # a loader bug or a parser choking: still one clean line
-        logger.exception("%s: unexpected error while loading %s", rel_path, format_name)
+        logger.exception(
+            "%s: unexpected error while loading %s", display_text(rel_path), format_name
+        )
         detail = " ".join(str(exc).split()) or type(exc).__name__
         raise LoadError(f"could not read {format_name}: {detail}") from exc
 
 
-def _read(path: Path, max_bytes: int) -> bytes:
-    try:
-        size = path.stat().st_size
-        if not path.is_file():
-            raise LoadError("not a regular file")
-        if size > max_bytes:
-            raise LoadError(_too_large(size, max_bytes))
-        with path.open("rb") as handle:
-            data = handle.read(max_bytes + 1)
-    except FileNotFoundError as exc:
-        raise LoadError("file not found (deleted?)") from exc
-    except PermissionError as exc:
-        raise LoadError("permission denied") from exc
-    except IsADirectoryError as exc:
-        raise LoadError("not a regular file") from exc
-    except OSError as exc:
-        if exc.errno == errno.ENAMETOOLONG:
-            raise LoadError("file name too long") from exc
-        raise LoadError(f"cannot read file: {exc.strerror or exc}") from exc
-    if len(data) > max_bytes:  # it grew while we looked
-        raise LoadError(_too_large(len(data), max_bytes))
-    return data
-
-
-def _too_large(size: int, limit: int) -> str:
-    return f"file is {_size(size)}, over the {_size(limit, exact=True)} limit"
-
-
-def _size(n: int, *, exact: bool = False) -> str:
-    """Human size: "31.2 MB", "20 MB" (``exact`` drops a ".0"), "512 KB", "100 bytes"."""
-    for unit, scale in (("MB", 1024 * 1024), ("KB", 1024)):
-        if n >= scale:
-            value = f"{n / scale:.1f}"
-            if exact and value.endswith(".0"):
-                value = value[:-2]
-            return f"{value} {unit}"
-    return f"{n} bytes"
+def _loader(path: Path) -> tuple[_Loader, str]:
+    entry = _LOADERS.get(path.suffix.lower())
+    if entry is None:
+        raise LoadError(f"unsupported file type {path.suffix or '(no suffix)'!r}")
+    return entry
