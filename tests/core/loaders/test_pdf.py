@@ -253,3 +253,84 @@ def test_broken_xref_is_repaired_and_nothing_is_printed(
     path.write_bytes(data[:start] + b"startxref\n999999\n%%EOF\n")
     assert _spans(_load(path)) == [(1, (), "Repaired text.")]
     assert capfd.readouterr().out == ""
+
+
+def test_lines_that_differ_only_in_digits_are_text_not_furniture(tmp_path: Path) -> None:
+    # Three pages, each with one line differing only in its numbers: all of it is text.
+    doc = pymupdf.open()
+    readings = [
+        "Reading 1: 42 units at 09:15",
+        "Reading 2: 17 units at 11:40",
+        "Reading 3: 99 units at 16:05",
+    ]
+    for text in readings:
+        doc.new_page().insert_text((72, 60), text)
+    doc.save(tmp_path / "readings.pdf")
+    loaded = _load(tmp_path / "readings.pdf")
+    assert [b.text for b in loaded.blocks] == readings and loaded.notes == ()
+
+
+def test_numbered_lines_that_do_not_count_pages_stay(tmp_path: Path) -> None:
+    doc = pymupdf.open()
+    for number in range(1, 7):
+        page = doc.new_page()
+        page.insert_text((72, 40), f"Sample {number * 7 + 3} of batch {number * 13}")  # not pages
+        page.insert_text((72, 300), f"Body of page {number}.")
+    doc.save(tmp_path / "batches.pdf")
+    loaded = _load(tmp_path / "batches.pdf")
+    assert [b.text for b in loaded.blocks][:2] == ["Sample 10 of batch 13", "Body of page 1."]
+    assert len(loaded.blocks) == 12 and loaded.notes == ()
+
+
+def test_page_numbers_at_an_offset_are_furniture_and_reported(tmp_path: Path) -> None:
+    doc = pymupdf.open()
+    for number in range(1, 8):
+        page = doc.new_page()
+        page.insert_text((72, 40), "Proceedings of the Moss Society, 2024")
+        page.insert_text((72, 300), f"Article text {number}.")
+        page.insert_text((72, 810), f"- {number + 240} -")  # printed page numbers start at 241
+    doc.save(tmp_path / "proceedings.pdf")
+    loaded = _load(tmp_path / "proceedings.pdf")
+    assert [b.text for b in loaded.blocks] == [f"Article text {n}." for n in range(1, 8)]
+    (note,) = loaded.notes
+    assert note.startswith("left out 14 running header/footer line(s) repeated on 7 of 7 pages")
+    assert '"Proceedings of the Moss Society, 2024"' in note and '"- 241 -"' in note
+
+
+def test_a_page_whose_only_text_is_a_running_line_keeps_it(tmp_path: Path) -> None:
+    doc = pymupdf.open()
+    for number in range(1, 6):
+        page = doc.new_page()
+        page.insert_text((72, 40), "Lab Notebook")
+        if number != 3:
+            page.insert_text((72, 300), f"Entry {number}: the culture grew.")
+    doc.save(tmp_path / "notebook.pdf")
+    loaded = _load(tmp_path / "notebook.pdf")
+    assert [(b.page, b.text) for b in loaded.blocks if b.page == 3] == [(3, "Lab Notebook")]
+    assert sum(b.text == "Lab Notebook" for b in loaded.blocks) == 1
+    (note,) = loaded.notes
+    assert "on 4 of 5 pages" in note and "kept them on 1 page(s)" in note
+
+
+def test_a_long_generated_pdf_loses_no_text(tmp_path: Path) -> None:
+    # 300 pages of one numbered line each (the case that used to index 0 chunks), and
+    # 300 pages with a real running footer around numbered body lines.
+    doc = pymupdf.open()
+    for number in range(1, 301):
+        doc.new_page().insert_text((72, 72), f"Record {number}: value {number * 37 % 1000}")
+    doc.save(tmp_path / "records.pdf")
+    loaded = _load(tmp_path / "records.pdf")
+    assert len(loaded.blocks) == 300 and loaded.notes == ()
+    assert loaded.blocks[99].text == "Record 100: value 700"
+
+    doc = pymupdf.open()
+    for number in range(1, 301):
+        page = doc.new_page()
+        page.insert_text((72, 300), f"Record {number}: value {number * 37 % 1000}")
+        page.insert_text((72, 810), f"Page {number}")
+    doc.save(tmp_path / "footed.pdf")
+    loaded = _load(tmp_path / "footed.pdf")
+    assert [b.text for b in loaded.blocks] == [
+        f"Record {n}: value {n * 37 % 1000}" for n in range(1, 301)
+    ]
+    assert loaded.notes[0].startswith("left out 300 running header/footer line(s)")

@@ -16,11 +16,18 @@ all other line breaks become one space.
 Running headers and footers: a line counts as an edge line of its page if it is one
 of the two topmost lines and lies in the top 15% of the page, or one of the two
 bottommost lines and lies in the bottom 15%.  An edge line of at most 80 characters
-is removed when its normalised form (case-folded, whitespace collapsed, every run of
-digits replaced by ``#`` so "Page 3 of 10" matches "Page 7 of 10") is an edge line on
-at least half of the pages with text, or on at least two thirds of them when the
-document has 3 to 5 such pages.  Documents with fewer than 3 pages with text keep
-every line (two pages are too few to tell a header from a coincidence).
+is a candidate when its normalised form (case-folded, whitespace collapsed, every
+run of digits replaced by ``#``) is an edge line on at least half of the pages with
+text, or on at least two thirds of them when the document has 3 to 5 such pages.
+It is removed only when it really repeats: either its digits are the same on those
+pages ("Copyright 2024 ACME"), or one of its numbers follows the page number at a
+constant offset ("Page 3 of 10" on page 3, "- 17 -" on page 5): lines that differ
+only in digits that do not count pages ("Reading 1: 42 units", "Reading 2: 17
+units") are text, and stay.  A page whose only text is such lines keeps them, so
+the filter never empties a page.  What was removed is reported in the document's
+``notes`` (and so logged and recorded with the file): never a silent loss.
+Documents with fewer than 3 pages with text keep every line (two pages are too few
+to tell a header from a coincidence).
 
 Sections: with an outline (``doc.get_toc()``), each block's ``heading_path`` is the
 path (nested outline levels) of the latest outline entry that starts at or before
@@ -46,6 +53,7 @@ import os
 import re
 import statistics
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import Any
@@ -155,7 +163,7 @@ def _load(doc: Any, rel_path: str, file_name: str) -> SourceDocument:
     if not pages and _has_graphics(doc):
         raise LoadError("PDF has no text layer (scanned?)")
 
-    _remove_running_lines(pages)
+    notes = _remove_running_lines(pages)
     raw_meta: dict[str, Any] = doc.metadata or {}
     metadata = {
         key: " ".join(str(raw_meta[key]).split())
@@ -172,6 +180,7 @@ def _load(doc: Any, rel_path: str, file_name: str) -> SourceDocument:
         blocks=tuple(blocks),
         title_from_content=bool(title),
         metadata=metadata,
+        notes=tuple(notes),
     )
 
 
@@ -231,25 +240,89 @@ def _repeat_threshold(pages_with_text: int) -> int | None:
     return math.ceil(pages_with_text / 2)
 
 
-def _remove_running_lines(pages: list[_Page]) -> None:
+def _remove_running_lines(pages: list[_Page]) -> list[str]:
+    """Drop running headers and footers (see the module); the notes saying what went."""
     threshold = _repeat_threshold(len(pages))
     if threshold is None:
-        return
+        return []
     edges = {
         page.number: [line for line in _edge_lines(page) if len(line.text) <= _MAX_EDGE_CHARS]
         for page in pages
     }
-    counts: Counter[str] = Counter()
-    for lines in edges.values():
-        counts.update({_edge_key(line.text) for line in lines})
-    running = {key for key, count in counts.items() if count >= threshold}
+    seen: dict[str, dict[int, _Line]] = {}  # key -> {page: its first line with that key}
+    for number, lines in edges.items():
+        for line in lines:
+            seen.setdefault(_edge_key(line.text), {}).setdefault(number, line)
+    running: dict[str, Callable[[int, _Line], bool]] = {}
+    for key, by_page in seen.items():
+        if len(by_page) >= threshold:
+            repeats = _repeats(by_page, threshold)
+            if repeats is not None:
+                running[key] = repeats
     if not running:
-        return
+        return []
+    removed_lines = 0
+    removed_pages = 0
+    kept_pages = 0
+    examples: list[str] = []
     for page in pages:
-        doomed = {id(line) for line in edges[page.number] if _edge_key(line.text) in running}
+        doomed = {
+            id(line)
+            for line in edges[page.number]
+            if (test := running.get(_edge_key(line.text))) is not None and test(page.number, line)
+        }
+        if not doomed:
+            continue
         blocks = [[line for line in block if id(line) not in doomed] for block in page.blocks]
-        page.blocks = [block for block in blocks if block]
-    pages[:] = [page for page in pages if page.blocks]
+        blocks = [block for block in blocks if block]
+        if not blocks:  # all the page has: text, not furniture
+            kept_pages += 1
+            continue
+        for line in page.lines():
+            if id(line) in doomed and len(examples) < 3 and line.text not in examples:
+                examples.append(line.text)
+        removed_lines += len(doomed)
+        removed_pages += 1
+        page.blocks = blocks
+    if not removed_lines:
+        return []
+    quoted = ", ".join(f'"{text}"' for text in examples)
+    note = (
+        f"left out {removed_lines} running header/footer line(s) repeated on"
+        f" {removed_pages} of {len(pages)} pages (e.g. {quoted})"
+    )
+    if kept_pages:
+        note += f"; kept them on {kept_pages} page(s) where they are the only text"
+    return [note]
+
+
+def _repeats(by_page: dict[int, _Line], threshold: int) -> Callable[[int, _Line], bool] | None:
+    """How to tell the repeating lines of one key, or None when they do not repeat:
+    the same digits on enough pages, or a number that follows the page number."""
+    runs = {number: tuple(_DIGITS.findall(line.text)) for number, line in by_page.items()}
+    if not any(runs.values()):
+        return lambda number, line: True  # no digits: the same text on every page
+    same, count = Counter(runs.values()).most_common(1)[0]
+    if count >= threshold:
+        return lambda number, line: tuple(_DIGITS.findall(line.text)) == same
+    offsets: Counter[tuple[int, int]] = Counter()
+    for number, found in runs.items():
+        offsets.update({(i, int(run) - number) for i, run in enumerate(found) if len(run) <= 6})
+    if not offsets:
+        return None
+    (position, offset), count = offsets.most_common(1)[0]
+    if count < threshold:
+        return None
+
+    def follows_page(number: int, line: _Line) -> bool:
+        found = _DIGITS.findall(line.text)
+        return (
+            position < len(found)
+            and len(found[position]) <= 6
+            and (int(found[position]) - number == offset)
+        )
+
+    return follows_page
 
 
 # --- text -------------------------------------------------------------------------
