@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import json
+import logging
+import os
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from citeline.backends.embedded import EmbeddedIndex
 from citeline.backends.faiss import FaissVectorIndex
+from citeline.backends.sqlite.store import rebuild_marker
 from citeline.core.chunking import ChunkSettings
 from citeline.core.documents import Chunk
 from citeline.core.index import IndexIdentity, NewChunk
@@ -88,3 +92,83 @@ def test_a_change_another_process_committed_is_picked_up_on_refresh(tmp_path: Pa
     assert (tmp_path / ".gitignore").read_text().strip().endswith("*")
     reader.close()
     writer.close()
+
+
+def _damaged_names(folder: Path) -> list[str]:
+    return sorted(p.name.split(".damaged-")[0] for p in folder.glob("*.damaged-*"))
+
+
+def test_a_damaged_store_is_moved_aside_and_rebuilt_saying_so_once(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    index = EmbeddedIndex(tmp_path, IDENTITY, FaissVectorIndex)
+    add_file(index, "a.md", "k1", unit([1, 0, 0]))
+    index.close()
+    (tmp_path / "index.sqlite3").write_bytes(b"\0garbage" * 4000)
+    (tmp_path / "index.sqlite3-wal").write_bytes(b"more garbage")
+    with caplog.at_level(logging.WARNING, logger="citeline"):
+        index = EmbeddedIndex(tmp_path, IDENTITY, FaissVectorIndex)
+    assert index.files() == {} and len(index.vectors) == 0  # rebuilt: empty, consistent
+    warnings = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+    assert len(warnings) == 1 and "damaged" in warnings[0] and "moved it aside" in warnings[0]
+    assert _damaged_names(tmp_path)[0] == "index.sqlite3"
+    assert (
+        not (tmp_path / "index.sqlite3-wal").exists()
+        or (tmp_path / "index.sqlite3-wal").stat().st_size != 12
+    )
+    add_file(index, "a.md", "k1", unit([1, 0, 0]))
+    assert set(index.files()) == {"a.md"}
+    index.close()
+
+
+def test_a_store_marked_damaged_in_use_is_rebuilt_on_open(tmp_path: Path) -> None:
+    index = EmbeddedIndex(tmp_path, IDENTITY, FaissVectorIndex)
+    add_file(index, "a.md", "k1", unit([1, 0, 0]))
+    index.close()
+    rebuild_marker(tmp_path / "index.sqlite3").touch()
+    index = EmbeddedIndex(tmp_path, IDENTITY, FaissVectorIndex)
+    assert index.files() == {} and not rebuild_marker(tmp_path / "index.sqlite3").exists()
+    assert _damaged_names(tmp_path) == ["index.sqlite3"]
+
+
+@pytest.mark.parametrize("name", ["lock", "vectors.faiss", "vectors.faiss.json"])
+def test_a_folder_in_place_of_a_file_is_moved_aside(tmp_path: Path, name: str) -> None:
+    index = EmbeddedIndex(tmp_path, IDENTITY, FaissVectorIndex)
+    add_file(index, "a.md", "k1", unit([1, 0, 0]))
+    with index.writing():
+        pass
+    index.close()
+    (tmp_path / name).unlink()
+    (tmp_path / name).mkdir()
+    (tmp_path / name / "inside").write_text("x")
+    index = EmbeddedIndex(tmp_path, IDENTITY, FaissVectorIndex)
+    with index.writing():
+        add_file(index, "b.md", "k2", unit([0, 1, 0]))
+    assert set(index.files()) == {"a.md", "b.md"}
+    assert (tmp_path / name).is_file() and _damaged_names(tmp_path) == [name]
+    assert (next(tmp_path.glob(f"{name}.damaged-*")) / "inside").read_text() == "x"  # kept
+
+
+def test_a_fifo_as_lock_never_blocks(tmp_path: Path) -> None:
+    index = EmbeddedIndex(tmp_path, IDENTITY, FaissVectorIndex)
+    os.mkfifo(tmp_path / "lock")
+    with index.writing():
+        add_file(index, "a.md", "k1", unit([1, 0, 0]))
+    assert (tmp_path / "lock").is_file() and _damaged_names(tmp_path) == ["lock"]
+
+
+def test_a_file_in_place_of_the_index_folder_is_moved_aside(tmp_path: Path) -> None:
+    (tmp_path / ".citeline").write_text("not a folder")
+    index = EmbeddedIndex(tmp_path / ".citeline", IDENTITY, FaissVectorIndex)
+    assert (tmp_path / ".citeline").is_dir() and index.files() == {}
+    assert _damaged_names(tmp_path) == [".citeline"]
+
+
+def test_vectors_added_on_their_own_survive_without_a_file(tmp_path: Path) -> None:
+    index = EmbeddedIndex(tmp_path, IDENTITY, FaissVectorIndex)
+    with index.writing():
+        index.add_vectors({"k1": unit([1, 0, 0])})
+        # killed here, before any file commit: the vector is already on disk
+        other = EmbeddedIndex(tmp_path, IDENTITY, FaissVectorIndex)
+        assert set(other.vectors_for_keys(["k1"])) == {"k1"}
+        other.close()

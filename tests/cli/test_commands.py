@@ -123,8 +123,13 @@ def test_expected_errors_are_one_line(tmp_path: Path) -> None:
     index_dir.mkdir()
     (index_dir / "index.sqlite3").write_bytes(b"garbage" * 1000)
     corrupt = run("status", "--docs", str(tmp_path / "d"), check=False)
-    assert corrupt.returncode == 2 and "damaged" in corrupt.stderr
+    # A damaged index is derived data: moved aside and rebuilt, said once on stderr.
+    assert corrupt.returncode == 0 and "damaged" in corrupt.stderr
+    assert "moved it aside" in corrupt.stderr and corrupt.stderr.strip().count("\n") == 0
     assert "Traceback" not in corrupt.stderr
+    assert [p.name.split("-")[0] for p in index_dir.glob("*.damaged-*")] == [
+        "index.sqlite3.damaged"
+    ]
 
     (tmp_path / "r").mkdir()
     embedding_model = default_embedding_model_path()  # an embedding model is no reranker

@@ -5,6 +5,8 @@ vectors and keyword terms) is added to ``BACKENDS`` and must pass as it stands.
 
 from __future__ import annotations
 
+import contextlib
+import os
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -71,7 +73,7 @@ def put(
         path=path,
         kind="markdown",
         title="Title",
-        content_hash=f"hash-{path}-{len(texts)}",
+        content_hash=f"hash-{os.fsencode(path).decode('latin-1')}-{len(texts)}",
         size=10,
         mtime_ns=1,
         chunks=chunks,
@@ -142,6 +144,47 @@ def test_vectors_are_kept_by_content_key(open_index: Opener) -> None:
         put(index, "a.md", ["Same text."], [unit(0, 0, 1)])
     assert set(index.vectors_for_keys(["k-Same text.", "k-unknown"])) == {"k-Same text."}
     assert index.vectors_for_keys(["k-Same text."])["k-Same text."] == pytest.approx(unit(0, 0, 1))
+
+
+def test_vectors_kept_before_any_file_survive_an_interruption(open_index: Opener) -> None:
+    index = open_index()
+    with contextlib.suppress(KeyboardInterrupt), index.writing():
+        index.add_vectors({"k-Early.": unit(0, 1, 1)})
+        raise KeyboardInterrupt  # the run stops before its first file commit
+    index.close()
+    again = open_index()
+    assert set(again.vectors_for_keys(["k-Early."])) == {"k-Early."}
+    assert again.files() == {} and again.counts() == IndexCounts(0, 0)
+    with again.writing():  # a file that uses them later: stored once, found by search
+        (added,) = put(again, "a.md", ["Early."], [unit(0, 1, 1)], stored=frozenset({"k-Early."}))[
+            1
+        ]
+    assert again.dense_search(unit(0, 1, 1), 1)[0][0] == added
+
+
+def test_paths_that_are_not_utf8_and_notes_round_trip(open_index: Opener) -> None:
+    index = open_index()
+    name = os.fsdecode(b"caf\xe9.md")
+    with index.writing():
+        (added,) = put(index, name, ["Latin one."], [unit(1, 1, 0)])[1]
+        index.replace_file(
+            path="scan.pdf",
+            kind="pdf",
+            title="Scan",
+            content_hash="h",
+            size=1,
+            mtime_ns=1,
+            chunks=[],
+            chunk_vectors=np.zeros((0, 3), np.float32),
+            new_vectors={},
+            note="left out 2 running header/footer line(s)",
+        )
+    assert set(index.files()) == {name, "scan.pdf"}
+    assert index.chunks_by_id([added])[added].path == name
+    assert index.file_notes() == [("scan.pdf", "left out 2 running header/footer line(s)")]
+    with index.writing():
+        index.remove_files([name])
+    assert set(index.files()) == {"scan.pdf"}
 
 
 def test_errors_touches_and_removal(open_index: Opener) -> None:

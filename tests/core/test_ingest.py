@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 
@@ -200,4 +201,74 @@ def test_samples_index_cleanly(tmp_path: Path, embedder: CountingEmbedder) -> No
     )
     hit = ws.retriever.search("What happens when a PDF is encrypted?", k=3)
     assert any(h.chunk.path in {"troubleshooting.md", "citeline-guide.pdf"} for h in hit)
+    ws.close()
+
+
+def test_names_that_are_not_utf8_are_indexed_and_found(
+    tmp_path: Path, embedder: CountingEmbedder
+) -> None:
+    root = tmp_path / "docs"
+    (root / os.fsdecode(b"dossier-\xe9")).mkdir(parents=True)
+    bad = os.fsdecode(b"bad\xff.md")
+    (root / bad).write_text("# Quinces\n\nQuince jelly sets without added pectin.\n")
+    (root / os.fsdecode(b"dossier-\xe9") / "inner.md").write_text("# Medlars\n\nBlet them.\n")
+    (root / "ok.md").write_text("# Ok\n\nA plain name.\n")
+    ws = open_ws(root, embedder)
+    report = ws.update()
+    assert report.errors == [] and report.files == 3
+    hit = ws.search("quince jelly pectin", 1)[0]
+    assert hit.chunk.path == bad and os.fsencode(root / hit.chunk.path) == os.fsencode(root) + (
+        b"/bad\xff.md"
+    )
+    assert hit.chunk.title == "Quinces"
+    assert ws.update().files_changed == 0  # found again under the same name: nothing to do
+    assert ws.update([bad]).files_changed == 0
+    (root / bad).unlink()
+    assert ws.update().files_removed == 1
+    ws.close()
+
+
+def test_an_interrupted_run_keeps_what_it_embedded(
+    tmp_path: Path, embedder: CountingEmbedder
+) -> None:
+    root = tmp_path / "docs"
+    root.mkdir()
+    (root / "big.md").write_text(long_markdown([f"topic{i}" for i in range(12)]))
+    ws = open_ws(root, embedder)
+    ws.ingestor.batch_chunks = 4  # one model call per 4 chunks, vectors kept after each
+    calls = 0
+
+    def stop_after_two_calls() -> bool:
+        return embedder.embedded >= 8
+
+    report = ws.update(cancelled=stop_after_two_calls)
+    calls = embedder.embedded
+    assert report.cancelled and report.files == 0 and calls == 8  # no file committed
+    ws.close()
+    ws = open_ws(root, embedder)  # the next run (another process, say)
+    report = ws.update()
+    assert not report.cancelled and report.files == 1
+    assert report.embedded == report.chunks - 8  # the first 8 were kept
+    assert embedder.embedded - calls == report.chunks - 8
+    ws.close()
+
+
+def test_pdf_running_lines_are_left_out_with_a_note(
+    tmp_path: Path, embedder: CountingEmbedder
+) -> None:
+    root = tmp_path / "docs"
+    root.mkdir()
+    doc = pymupdf.open()
+    for number in range(1, 5):
+        page = doc.new_page()
+        page.insert_text((72, 40), "Field Guide - Draft")
+        page.insert_text((72, 300), f"Body text of page {number} about lichens and mosses.")
+        page.insert_text((72, 810), f"Page {number} of 4")
+    doc.save(root / "guide.pdf")
+    ws = open_ws(root, embedder)
+    report = ws.update()
+    assert report.errors == [] and report.files == 1
+    ((path, note),) = report.notes
+    assert path == "guide.pdf" and "left out 8 running header/footer line(s)" in note
+    assert ws.status().to_json()["notes"] == [{"path": "guide.pdf", "message": note}]
     ws.close()

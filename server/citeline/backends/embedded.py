@@ -11,6 +11,12 @@ that changes chunks bumps the store's generation; the mirror is saved at the end
 of a write with the generation it reflects, and on open (or when another process
 committed) a missing, unreadable or stale file is rebuilt from the store, which
 always holds every vector.
+
+Damage is recovered, not reported as a dead end: the index is derived from the
+documents, so a damaged database (truncated, overwritten, not a database, a
+folder in its place), or anything else in the way of one of the index's files
+(a folder or a FIFO where the lock or the vector file belongs), is moved aside
+as ``<name>.damaged-<time>`` with one warning, and the index is rebuilt.
 """
 
 from __future__ import annotations
@@ -19,12 +25,20 @@ import contextlib
 import fcntl
 import json
 import logging
+import os
+import stat
+import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
 
-from citeline.backends.sqlite.store import SqliteStore
+from citeline.backends.sqlite.store import (
+    SqliteStore,
+    StoreDamaged,
+    database_files,
+    rebuild_marker,
+)
 from citeline.core.documents import Chunk
 from citeline.core.embedding import FloatMatrix
 from citeline.core.index import (
@@ -53,11 +67,13 @@ class EmbeddedIndex:
         self.index_dir = index_dir
         self._identity = identity
         self._vector_type = vector_type
+        if index_dir.is_symlink() or (index_dir.exists() and not index_dir.is_dir()):
+            _move_aside(index_dir, f"{index_dir} is not a folder", rebuild=True)
         index_dir.mkdir(parents=True, exist_ok=True)
         gitignore = index_dir / ".gitignore"
-        if not gitignore.exists():
+        if not gitignore.exists() and not gitignore.is_symlink():
             gitignore.write_text("# Citeline's index: rebuilt from the documents at any time.\n*\n")
-        self.store = SqliteStore(index_dir / STORE_FILE)
+        self.store = self._open_store()
         reconcile_identity(self.store, identity)
         self.vectors = self._open_vectors()
         self._loaded_generation = self.store.generation
@@ -73,6 +89,18 @@ class EmbeddedIndex:
     @property
     def vectors_path(self) -> Path:
         return self.index_dir / VECTORS_FILE
+
+    def _open_store(self) -> SqliteStore:
+        """The store; a damaged one is moved aside (with its journal files) and rebuilt."""
+        path = self.index_dir / STORE_FILE
+        try:
+            return SqliteStore(path)
+        except StoreDamaged as exc:
+            for file in database_files(path):
+                if file.exists() or file.is_symlink():
+                    _move_aside(file, str(exc) if file == path else None, rebuild=True)
+            rebuild_marker(path).unlink(missing_ok=True)
+            return SqliteStore(path)
 
     # -- the vector mirror ----------------------------------------------------------
 
@@ -93,6 +121,8 @@ class EmbeddedIndex:
         return vectors
 
     def _save(self, vectors: VectorIndex) -> None:
+        for path in (self.vectors_path, _generation_file(self.vectors_path)):
+            _clear_way(path)
         vectors.save(self.vectors_path)
         generation = self.store.generation
         _generation_file(self.vectors_path).write_text(json.dumps({"generation": generation}))
@@ -109,6 +139,9 @@ class EmbeddedIndex:
 
     def file_errors(self) -> list[tuple[str, str]]:
         return self.store.file_errors()
+
+    def file_notes(self) -> list[tuple[str, str]]:
+        return self.store.file_notes()
 
     def counts(self) -> IndexCounts:
         return self.store.counts()
@@ -136,17 +169,23 @@ class EmbeddedIndex:
     @contextlib.contextmanager
     def writing(self) -> Iterator[None]:
         """Exclusive write access across processes (a CLI run and a daemon, say)."""
-        with open(self.index_dir / LOCK_FILE, "a+") as handle:
-            fcntl.flock(handle, fcntl.LOCK_EX)
+        fd = _open_lock(self.index_dir / LOCK_FILE)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
             try:
                 self.refresh()
                 yield
                 self._save(self.vectors)
             finally:
-                fcntl.flock(handle, fcntl.LOCK_UN)
+                fcntl.flock(fd, fcntl.LOCK_UN)
+        finally:
+            os.close(fd)
 
     def vectors_for_keys(self, keys: Iterable[str]) -> dict[str, Vector]:
         return self.store.vectors_for_keys(keys, self._identity.dimension)
+
+    def add_vectors(self, vectors: Mapping[str, Vector]) -> None:
+        self.store.add_vectors(vectors)
 
     def touch_file(self, path: str, size: int, mtime_ns: int) -> None:
         self.store.touch_file(path, size, mtime_ns)
@@ -164,6 +203,7 @@ class EmbeddedIndex:
         chunk_vectors: FloatMatrix,
         new_vectors: Mapping[str, Vector],
         error: str | None = None,
+        note: str | None = None,
     ) -> tuple[list[int], list[int]]:
         removed, added = self.store.replace_file(
             path=path,
@@ -175,6 +215,7 @@ class EmbeddedIndex:
             chunks=chunks,
             new_vectors=new_vectors,
             error=error,
+            note=note,
         )
         self._mirror(removed, added, chunk_vectors)
         return removed, added
@@ -201,3 +242,45 @@ class EmbeddedIndex:
 
 def _generation_file(path: Path) -> Path:
     return path.with_name(path.name + ".json")
+
+
+def _open_lock(path: Path) -> int:
+    """The lock file, opened; anything else in its place (a folder, a FIFO, a link) is
+    moved aside first."""
+    flags = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+    for _ in range(3):
+        _clear_way(path)
+        try:
+            fd = os.open(path, flags, 0o644)
+        except OSError:  # swapped meanwhile (ELOOP, EISDIR): clear the way again
+            continue
+        if stat.S_ISREG(os.fstat(fd).st_mode):
+            return fd
+        os.close(fd)
+    return os.open(path, flags, 0o644)  # the OSError, as it is, for the caller
+
+
+def _clear_way(path: Path) -> None:
+    """Move aside whatever is at ``path`` if it is not a regular file."""
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        return
+    if not stat.S_ISREG(mode):
+        _move_aside(path, f"{path} is not a regular file")
+
+
+def _move_aside(path: Path, why: str | None, *, rebuild: bool = False) -> Path:
+    """Rename ``path`` to ``<name>.damaged-<time>`` (never over anything) and say so
+    once (``why``; None: part of a move already reported)."""
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    target = path.with_name(f"{path.name}.damaged-{stamp}")
+    n = 1
+    while target.exists() or target.is_symlink():
+        n += 1
+        target = path.with_name(f"{path.name}.damaged-{stamp}-{n}")
+    os.rename(path, target)
+    if why is not None:
+        then = "; rebuilding the index from the documents" if rebuild else ""
+        log.warning("%s; moved it aside to %s%s", why, target.name, then)
+    return target

@@ -10,6 +10,7 @@ are one line on stderr and exit status 2, never a traceback.
 from __future__ import annotations
 
 import argparse
+import io
 import logging
 import os
 import sys
@@ -122,6 +123,11 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    # A file name that is not valid UTF-8 is kept as Python keeps it (lone surrogates);
+    # printed, it is escaped ("bad\\udcff.md"): readable, exact, and valid in JSON.
+    for stream in (sys.stdout, sys.stderr):
+        if isinstance(stream, io.TextIOWrapper):
+            stream.reconfigure(errors="backslashreplace")
     args = _parser().parse_args(argv)
     _configure_logging(args.verbose)
     run: Callable[[argparse.Namespace], int] = args.run

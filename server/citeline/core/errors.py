@@ -10,3 +10,8 @@ never a traceback.
 
 class BackendError(Exception):
     """A backend (a model, an index store) cannot be loaded or run; one line for the user."""
+
+
+class IndexDamaged(BackendError):
+    """A folder's index is damaged.  It is derived from the documents: the backend moves
+    it aside and rebuilds it when it is opened again, so the service reopens it."""

@@ -64,6 +64,7 @@ class FileRecord:
     mtime_ns: int
     indexed_at: float
     error: str | None
+    note: str | None = None  # what loading left out of the text (e.g. running headers)
 
 
 @dataclass(frozen=True)
@@ -136,6 +137,10 @@ class DocumentIndex(Protocol):
         """(path, one-line error) of the documents that could not be loaded, by path."""
         ...
 
+    def file_notes(self) -> list[tuple[str, str]]:
+        """(path, note) of the indexed documents whose loading left text out, by path."""
+        ...
+
     def counts(self) -> IndexCounts: ...
 
     def last_update(self) -> float | None:
@@ -171,6 +176,12 @@ class DocumentIndex(Protocol):
         """The stored vectors among ``keys`` (content addresses of embedded text)."""
         ...
 
+    def add_vectors(self, vectors: Mapping[str, Vector]) -> None:
+        """Keep embedded vectors now, in their own transaction, before any file uses
+        them: they are content-addressed, so keeping them is always safe, and a run
+        interrupted before its next file commit loses none of its embedding work."""
+        ...
+
     def touch_file(self, path: str, size: int, mtime_ns: int) -> None:
         """Record a new size and mtime for a file whose content did not change."""
         ...
@@ -188,10 +199,13 @@ class DocumentIndex(Protocol):
         chunk_vectors: FloatMatrix,
         new_vectors: Mapping[str, Vector],
         error: str | None = None,
+        note: str | None = None,
     ) -> tuple[list[int], list[int]]:
         """Atomically replace a file's record and chunks; ``chunk_vectors`` holds one
-        row per chunk, ``new_vectors`` the vectors never stored before.  Returns
-        (removed chunk ids, added chunk ids)."""
+        row per chunk, ``new_vectors`` the vectors not stored before (already stored
+        ones may be passed again).  ``path`` may hold surrogate escapes (a name that
+        is not valid UTF-8): it is kept as is.  Returns (removed chunk ids, added
+        chunk ids)."""
         ...
 
     def remove_files(self, paths: Iterable[str]) -> list[int]:

@@ -3,12 +3,15 @@
 ``plan_changes`` is cheap and pure of side effects: it compares size and mtime
 with the index, for the whole folder (a walk) or for some paths (each checked
 on its own, without walking the tree).  ``Ingestor.run`` applies a plan in
-batches: load and chunk each changed file, look every chunk's embedding text up
-by content hash, embed only the texts never seen before (several files' chunks
-per model call), then replace each file's chunks in its own transaction.
-Progress is reported per file once it is committed, cancellation is checked
-before each batch, and a run can be killed at any moment: the next run opens a
-consistent store and finishes the job.
+batches: read each changed file once (a regular file inside the folder, bounded:
+``core.files``), load and chunk it, look every chunk's embedding text up by
+content hash, embed only the texts never seen before (at most ``batch_chunks``
+per model call, several files' chunks together), keep each call's vectors at
+once in their own transaction, then replace each file's chunks in its own
+transaction.  Progress is reported per file once it is committed (and between
+model calls inside a large file), cancellation is checked before each file and
+between model calls, and a run can be killed at any moment: the next run opens a
+consistent store, reuses every vector already embedded and finishes the job.
 """
 
 from __future__ import annotations
@@ -24,10 +27,11 @@ import numpy as np
 
 from citeline.core import keywords
 from citeline.core.chunking import ChunkSettings, chunk_document, embedding_key, embedding_text
-from citeline.core.documents import LoadError, SourceDocument
+from citeline.core.documents import LoadError, SourceDocument, display_text
 from citeline.core.embedding import Embedder
+from citeline.core.files import TooLarge
 from citeline.core.index import DocumentIndex, FileRecord, NewChunk, Vector
-from citeline.core.loaders import load_document
+from citeline.core.loaders import parse_document, read_document
 from citeline.core.walking import DocumentFilter
 
 log = logging.getLogger(__name__)
@@ -59,6 +63,7 @@ class IngestReport:
     cancelled: bool = False
     seconds: float = 0.0
     errors: list[tuple[str, str]] = field(default_factory=list)
+    notes: list[tuple[str, str]] = field(default_factory=list)
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -72,6 +77,7 @@ class IngestReport:
             "cancelled": self.cancelled,
             "seconds": round(self.seconds, 3),
             "errors": [{"path": p, "message": m} for p, m in self.errors],
+            "notes": [{"path": p, "message": m} for p, m in self.notes],
         }
 
 
@@ -122,6 +128,7 @@ class _Prepared:
     chunks: list[NewChunk]
     error: str | None
     gone: bool = False
+    note: str | None = None
 
 
 class Ingestor:
@@ -167,6 +174,7 @@ class Ingestor:
         counts = self.index.counts()
         report.files, report.chunks = counts.files, counts.chunks
         report.errors = self.index.file_errors()
+        report.notes = self.index.file_notes()
         return report
 
     def run(
@@ -202,10 +210,12 @@ class Ingestor:
                 batch.append(prepared)
                 batch_cost += len(prepared.chunks)
                 if batch_cost >= self.batch_chunks:
-                    done = self._commit(batch, report, done, total, progress)
+                    done = self._commit(batch, report, done, total, progress, cancelled)
                     batch, batch_cost = [], 0
-            if batch:
-                done = self._commit(batch, report, done, total, progress)
+                    if report.cancelled:
+                        break
+            if batch and not report.cancelled:
+                done = self._commit(batch, report, done, total, progress, cancelled)
             if plan.to_remove and not report.cancelled:
                 removed = self.index.remove_files(plan.to_remove)
                 report.removed += len(removed)
@@ -218,25 +228,40 @@ class Ingestor:
     def _prepare(self, rel: str, path: Path, record: FileRecord | None) -> _Prepared | None:
         try:
             st = path.stat()
-            with open(path, "rb") as handle:
-                content_hash = hashlib.sha256(handle.read(self.max_file_bytes + 1)).hexdigest()
         except FileNotFoundError:
             return _Prepared(rel, "", 0, 0, None, [], None, gone=True)
         except OSError as exc:
             return _Prepared(rel, "", 0, 0, None, [], _os_message(exc))
+        try:
+            data = read_document(path, self.max_file_bytes, root=self.documents.root)
+        except LoadError as exc:
+            if not path.exists() and not path.is_symlink():
+                return _Prepared(rel, "", 0, 0, None, [], None, gone=True)
+            log.warning("%s: %s", display_text(rel), exc)
+            # A file too large keeps its size and mtime: it is not read again until
+            # it changes.  Other failures are tried again on the next run.
+            kept = isinstance(exc.__cause__, TooLarge)
+            size, mtime = (st.st_size, st.st_mtime_ns) if kept else (0, 0)
+            return _Prepared(rel, f"error:{size}", size, mtime, None, [], str(exc))
+        content_hash = hashlib.sha256(data).hexdigest()
         if record is not None and record.content_hash == content_hash and record.error is None:
             self.index.touch_file(rel, st.st_size, st.st_mtime_ns)
             return None
         try:
-            document = load_document(path, rel, max_bytes=self.max_file_bytes)
+            document = parse_document(data, path, rel)
         except LoadError as exc:
-            log.warning("%s: %s", rel, exc)
+            log.warning("%s: %s", display_text(rel), exc)
             return _Prepared(rel, content_hash, st.st_size, st.st_mtime_ns, None, [], str(exc))
         chunks = []
         for chunk in chunk_document(document, self.chunking):
             text = embedding_text(chunk, self.chunking)
             chunks.append(NewChunk(chunk, embedding_key(text), " ".join(keywords.terms(text))))
-        return _Prepared(rel, content_hash, st.st_size, st.st_mtime_ns, document, chunks, None)
+        note = "; ".join(document.notes) or None
+        if note is not None:
+            log.info("%s: %s", display_text(rel), note)
+        return _Prepared(
+            rel, content_hash, st.st_size, st.st_mtime_ns, document, chunks, None, note=note
+        )
 
     def _commit(
         self,
@@ -245,6 +270,7 @@ class Ingestor:
         done: int,
         total: int,
         progress: ProgressCallback | None,
+        cancelled: Callable[[], bool] | None,
     ) -> int:
         dim = self.embedder.dimension
         keys = {c.vector_key for p in batch for c in p.chunks}
@@ -255,9 +281,19 @@ class Ingestor:
                 if item.vector_key not in cached and item.vector_key not in missing:
                     missing[item.vector_key] = embedding_text(item.chunk, self.chunking)
         fresh: dict[str, Vector] = {}
-        if missing:
-            vectors = self.embedder.embed_documents(list(missing.values()))
-            fresh = dict(zip(missing.keys(), vectors, strict=True))
+        pending = list(missing.items())
+        step = max(self.batch_chunks, 1)
+        for start in range(0, len(pending), step):
+            if start and cancelled is not None and cancelled():
+                report.cancelled = True  # what was embedded is kept; no file is half done
+                return done
+            part = pending[start : start + step]
+            vectors = self.embedder.embed_documents([text for _, text in part])
+            embedded = dict(zip((key for key, _ in part), vectors, strict=True))
+            self.index.add_vectors(embedded)  # kept now, whatever happens next
+            fresh.update(embedded)
+            if progress and start + step < len(pending):
+                progress(done, total, batch[0].rel)  # between model calls: searches get in
         for prepared in batch:
             new_for_file = {
                 c.vector_key: fresh[c.vector_key] for c in prepared.chunks if c.vector_key in fresh
@@ -274,7 +310,7 @@ class Ingestor:
             removed, added = self.index.replace_file(
                 path=prepared.rel,
                 kind=prepared.document.kind if prepared.document else "unknown",
-                title=prepared.document.title if prepared.document else prepared.rel,
+                title=prepared.document.title if prepared.document else display_text(prepared.rel),
                 content_hash=prepared.content_hash,
                 size=prepared.size,
                 mtime_ns=prepared.mtime_ns,
@@ -282,6 +318,7 @@ class Ingestor:
                 chunk_vectors=vectors_for_chunks,
                 new_vectors=new_for_file,
                 error=prepared.error,
+                note=prepared.note,
             )
             report.embedded += len(new_for_file)
             report.reused += len(prepared.chunks) - len(new_for_file)

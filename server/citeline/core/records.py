@@ -30,7 +30,10 @@ def record_ask(index_dir: Path, answer: Answer, models: dict[str, str]) -> None:
         "models": models,
     }
     try:
-        with open(index_dir / RECORDS_FILE, "a", encoding="utf-8") as handle:
+        # A path that is not valid UTF-8 (lone surrogates) is written as a JSON \u escape.
+        with open(
+            index_dir / RECORDS_FILE, "a", encoding="utf-8", errors="backslashreplace"
+        ) as handle:
             handle.write(json.dumps(record, ensure_ascii=False) + "\n")
     except OSError as exc:  # a full disk must not turn an answer into an error
         log.warning("could not record the ask in %s: %s", index_dir, exc)

@@ -1,8 +1,10 @@
-"""Documents that could not be indexed, as warnings in the editor.
+"""Documents that could not be indexed, and what indexing left out, in the editor.
 
 After each ingest batch a folder's load errors (``Folder.errors``) are published
-as ``textDocument/publishDiagnostics`` on the documents themselves, and cleared
-when they go away or the folder is no longer served.  Only changes are sent.
+as ``textDocument/publishDiagnostics`` on the documents themselves (severity
+Warning), and its notes (``Folder.notes``: text loading left out, such as a PDF's
+running headers) as Information; both are cleared when they go away or the
+folder is no longer served.  Only changes are sent.
 """
 
 from __future__ import annotations
@@ -17,19 +19,26 @@ from citeline.service.folders import Folder
 if TYPE_CHECKING:
     from pygls.lsp.server import LanguageServer
 
+Shown = tuple[types.DiagnosticSeverity, str]
+
 
 class DiagnosticsPublisher:
     def __init__(self, ls: LanguageServer) -> None:
         self.ls = ls
-        self._shown: dict[str, dict[str, str]] = {}  # folder key -> {path: message}
+        self._shown: dict[str, dict[str, Shown]] = {}  # folder key -> {path: what}
 
     def publish(self, folder: Folder) -> None:
-        """Show the folder's current errors, sending only what changed."""
+        """Show the folder's current errors and notes, sending only what changed."""
         shown = self._shown.get(folder.key, {})
-        current = dict(folder.errors)
-        for rel, message in current.items():
-            if shown.get(rel) != message:
-                self._send(folder, rel, message)
+        current: dict[str, Shown] = {
+            rel: (types.DiagnosticSeverity.Information, note) for rel, note in folder.notes
+        }
+        current.update(
+            (rel, (types.DiagnosticSeverity.Warning, message)) for rel, message in folder.errors
+        )
+        for rel, what in current.items():
+            if shown.get(rel) != what:
+                self._send(folder, rel, what)
         for rel in shown.keys() - current.keys():
             self._send(folder, rel, None)
         self._shown[folder.key] = current
@@ -39,14 +48,15 @@ class DiagnosticsPublisher:
         for rel in self._shown.pop(folder.key, {}):
             self._send(folder, rel, None)
 
-    def _send(self, folder: Folder, rel: str, message: str | None) -> None:
+    def _send(self, folder: Folder, rel: str, what: Shown | None) -> None:
         diagnostics = []
-        if message is not None:
+        if what is not None:
+            severity, message = what
             diagnostics.append(
                 types.Diagnostic(
                     range=types.Range(types.Position(0, 0), types.Position(0, 0)),
                     message=message,
-                    severity=types.DiagnosticSeverity.Warning,
+                    severity=severity,
                     source="citeline",
                 )
             )

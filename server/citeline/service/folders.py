@@ -24,7 +24,7 @@ from typing import Any
 from citeline.core.walking import DocumentFilter
 from citeline.service.errors import ServiceError
 from citeline.service.events import Events
-from citeline.service.scheduler import IngestQueue, IngestScheduler
+from citeline.service.scheduler import IngestQueue, IngestScheduler, close_workspace
 from citeline.service.status import FolderStatus, ModelNames, State
 from citeline.service.watcher import FolderWatcher
 from citeline.service.workers import Workers
@@ -48,10 +48,12 @@ class Folder:
     files: int = 0
     chunks: int = 0
     errors: list[tuple[str, str]] = field(default_factory=list)
+    notes: list[tuple[str, str]] = field(default_factory=list)
     queue: IngestQueue = field(default_factory=IngestQueue)
     closed: bool = False
     watcher: FolderWatcher | None = None
     opened: FolderStatus | None = None  # the index's own status after the last batch
+    recovering: bool = False  # reopening an index found damaged while in use
     # Index worker thread only.
     workspace: Workspace | None = None
 
@@ -81,6 +83,7 @@ class Folder:
             chunks=self.chunks,
             pending=self.queue.pending_count,
             errors=tuple(self.errors),
+            notes=tuple(self.notes),
             models=ModelNames(
                 embedding=opened.models.embedding,
                 generation=generation_name,
@@ -283,6 +286,4 @@ class Folders:
 
 
 def _close(folder: Folder) -> None:  # index worker
-    if folder.workspace is not None:
-        folder.workspace.close()
-        folder.workspace = None
+    close_workspace(folder)

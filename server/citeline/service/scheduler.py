@@ -20,8 +20,9 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from citeline.core.errors import IndexDamaged
 from citeline.core.ingest import IngestReport
-from citeline.service.errors import ServiceError
+from citeline.service.errors import EXPECTED_ERRORS, ServiceError
 from citeline.service.events import Events, Progress
 from citeline.service.status import FolderStatus
 from citeline.service.workers import Workers
@@ -208,7 +209,19 @@ class IngestScheduler:
             if folder.closed:
                 _fail(waiters, ServiceError(f"{folder.root} is no longer served"))
                 return
-            log.error("%s: indexing failed: %s", folder.name, exc, exc_info=exc)
+            if isinstance(exc, IndexDamaged) and not folder.recovering:
+                # Damage met while the index was in use: reopening moves it aside and
+                # rebuilds it.  Once: damage again right after is reported as it is.
+                log.warning("%s: %s; reopening it", folder.name, exc)
+                folder.recovering = True
+                await worker.call(lambda: close_workspace(folder))
+                self.schedule(folder, None, now=True, progress=True)
+                _fail(waiters, exc)
+                return
+            if isinstance(exc, EXPECTED_ERRORS):
+                log.error("%s: indexing failed: %s", folder.name, exc)
+            else:
+                log.error("%s: indexing failed: %s", folder.name, exc, exc_info=exc)
             folder.state = "error"
             folder.message = str(exc) or type(exc).__name__
             _fail(waiters, exc)
@@ -220,9 +233,11 @@ class IngestScheduler:
                 return
             folder.state = "ready"
             folder.message = None
+            folder.recovering = False
             folder.opened = opened
             folder.files, folder.chunks = report.files, report.chunks
             folder.errors = list(report.errors)
+            folder.notes = list(report.notes)
             self.events.file_errors_changed(folder)
             for waiter in waiters:
                 if not waiter.done():
@@ -259,3 +274,10 @@ def _fail(waiters: list[asyncio.Future[IngestReport]], exc: BaseException) -> No
     for waiter in waiters:
         if not waiter.done():
             waiter.set_exception(exc)
+
+
+def close_workspace(folder: Folder) -> None:
+    """Close the folder's workspace; the next use opens it again.  Index worker only."""
+    if folder.workspace is not None:
+        folder.workspace.close()
+        folder.workspace = None

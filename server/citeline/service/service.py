@@ -18,12 +18,13 @@ from typing import Any
 
 from citeline.core.answering.results import Answer
 from citeline.core.documents import Hit
+from citeline.core.errors import IndexDamaged
 from citeline.core.ingest import IngestReport
 from citeline.service.errors import EXPECTED_ERRORS, ServiceError
 from citeline.service.events import Events
 from citeline.service.folders import Folder, Folders, ensure_open
 from citeline.service.routing import FolderHit, best_folder, merge_hits
-from citeline.service.scheduler import IngestScheduler
+from citeline.service.scheduler import IngestScheduler, close_workspace
 from citeline.service.status import FolderStatus, ModelNames
 from citeline.service.workers import OnIndex, Workers
 from citeline.service.workspace import Backends, Workspace, answer
@@ -105,6 +106,8 @@ class Service:
         folders = self._targets(path)
         count = k if k is not None else folders[0].settings.search.top_k
 
+        damaged: list[Folder] = []
+
         def work() -> list[tuple[Folder, list[Hit]]]:  # index worker
             found = []
             for folder in folders:
@@ -112,12 +115,19 @@ class Service:
                     ws = ensure_open(folder, self.backends)
                     found.append((folder, ws.search(query, count, rerank=rerank)))
                 except EXPECTED_ERRORS as exc:
+                    if isinstance(exc, IndexDamaged):  # reopened (and rebuilt) below
+                        close_workspace(folder)
+                        damaged.append(folder)
                     if len(folders) == 1:
                         raise
                     log.warning("%s: cannot search: %s", folder.name, exc)
             return found
 
-        return merge_hits(await self.workers.index.call(work, urgent=True), count)
+        try:
+            return merge_hits(await self.workers.index.call(work, urgent=True), count)
+        finally:
+            for folder in damaged:
+                self.scheduler.schedule(folder, None, now=True, progress=True)
 
     async def ask(
         self,

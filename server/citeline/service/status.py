@@ -45,6 +45,7 @@ class FolderStatus:
     chunks: int = 0
     pending: int = 0  # files waiting to be (re)indexed
     errors: tuple[tuple[str, str], ...] = ()  # (path, one-line message)
+    notes: tuple[tuple[str, str], ...] = ()  # (path, what loading left out of the text)
     models: ModelNames = field(default_factory=ModelNames)
     dimension: int | None = None  # of the embedding vectors, once the index is open
     chunking: str = ""  # the chunk settings' fingerprint
@@ -59,6 +60,7 @@ class FolderStatus:
             "chunks": self.chunks,
             "pending": self.pending,
             "errors": [{"path": p, "message": m} for p, m in self.errors],
+            "notes": [{"path": p, "message": m} for p, m in self.notes],
             "models": self.models.to_json(),
             "dimension": self.dimension,
             "chunking": self.chunking,

@@ -133,6 +133,7 @@ class Workspace:
             files=counts.files,
             chunks=counts.chunks,
             errors=tuple(self.index.file_errors()),
+            notes=tuple(self.index.file_notes()),
             models=ModelNames(
                 embedding=self.embedder.name,
                 generation=self.models.generation_name(self.settings.generation),

@@ -1,10 +1,11 @@
+import os
 import sqlite3
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from citeline.backends.sqlite.store import SqliteStore, StoreError
+from citeline.backends.sqlite.store import SqliteStore, StoreDamaged, StoreError, rebuild_marker
 from citeline.core.documents import Chunk
 from citeline.core.index import IndexCounts, NewChunk
 
@@ -102,8 +103,146 @@ def test_errors_and_removal(tmp_path: Path) -> None:
 def test_damaged_database_is_a_clear_error(tmp_path: Path) -> None:
     path = tmp_path / "s.db"
     path.write_bytes(b"this is not sqlite" * 100)
-    with pytest.raises(StoreError, match="damaged"):
+    with pytest.raises(StoreDamaged, match="damaged"):
         SqliteStore(path)
+
+
+def _filled(path: Path, files: int = 40) -> None:
+    store = SqliteStore(path)
+    for f in range(files):
+        store.replace_file(
+            path=f"f{f}.md",
+            kind="markdown",
+            title="T",
+            content_hash=str(f),
+            size=1,
+            mtime_ns=1,
+            chunks=[NewChunk(chunk("word " * 200, i, f"f{f}.md"), f"k{f}-{i}") for i in range(5)],
+            new_vectors={f"k{f}-{i}": vec(f * 10 + i) for i in range(5)},
+        )
+    store.close()
+
+
+@pytest.mark.parametrize(
+    "damage",
+    ["truncated", "overwritten", "header zeroed", "pages overwritten", "a folder", "wal a folder"],
+)
+def test_every_kind_of_damage_is_store_damaged(tmp_path: Path, damage: str) -> None:
+    path = tmp_path / "s.db"
+    _filled(path)
+    size = path.stat().st_size
+    if damage == "truncated":
+        with path.open("r+b") as handle:
+            handle.truncate(size // 2)
+    elif damage == "overwritten":
+        path.write_bytes(np.random.default_rng(0).bytes(size))
+    elif damage == "header zeroed":
+        with path.open("r+b") as handle:
+            handle.write(bytes(100))
+    elif damage == "pages overwritten":
+        with path.open("r+b") as handle:
+            handle.seek(4096 * 3)
+            handle.write(np.random.default_rng(1).bytes(4096 * 8))
+    elif damage == "a folder":
+        path.unlink()
+        path.mkdir()
+    else:
+        (tmp_path / "s.db-wal").mkdir()
+    with pytest.raises(StoreDamaged, match="damaged"):
+        store = SqliteStore(path)
+        store.files()  # damage the open check cannot see shows up on first use
+        store.chunks_by_id(list(range(1, 300)))
+
+
+def test_damage_met_in_use_marks_the_database_for_rebuilding(tmp_path: Path) -> None:
+    path = tmp_path / "s.db"
+    _filled(path)
+    store = SqliteStore(path)
+    store._db.execute("PRAGMA cache_size=1")  # so pages are read again from the file
+    with path.open("r+b") as handle:  # damaged behind the open connection's back
+        handle.seek(4096 * 2)
+        handle.write(np.random.default_rng(2).bytes(path.stat().st_size - 4096 * 2))
+    with pytest.raises(StoreDamaged):
+        for _ in range(3):
+            store.chunks_by_id(list(range(1, 300)))
+            store.keywords.search(["word"], 10)
+    store.close()
+    assert rebuild_marker(path).exists()
+    with pytest.raises(StoreDamaged, match="found damaged while in use"):
+        SqliteStore(path)
+
+
+def test_other_problems_are_errors_not_damage(tmp_path: Path) -> None:
+    path = tmp_path / "missing-folder" / "s.db"
+    with pytest.raises(StoreError) as info:
+        SqliteStore(path)
+    assert not isinstance(info.value, StoreDamaged)
+
+
+def test_a_name_that_is_not_utf8_is_stored_losslessly(tmp_path: Path) -> None:
+    store = SqliteStore(tmp_path / "s.db")
+    name = os.fsdecode(b"notes/caf\xe9-\xff.md")  # Latin-1 bytes: lone surrogates
+    for path, key in ((name, "k1"), ("notes/café.md", "k2")):
+        store.replace_file(
+            path=path,
+            kind="markdown",
+            title="T",
+            content_hash="h",
+            size=1,
+            mtime_ns=1,
+            chunks=[NewChunk(chunk("text", 0, path), key)],
+            new_vectors={key: vec(1)},
+            error=None,
+        )
+    assert set(store.files()) == {name, "notes/café.md"}
+    ids = store.chunk_ids_for(name)
+    assert len(ids) == 1 and store.chunks_by_id(ids)[ids[0]].path == name
+    store.touch_file(name, 5, 6)
+    assert (store.files()[name].size, store.files()[name].mtime_ns) == (5, 6)
+    assert os.fsencode(store.files()[name].path) == b"notes/caf\xe9-\xff.md"
+    store.remove_files([name])
+    assert set(store.files()) == {"notes/café.md"}
+
+
+def test_notes_are_kept_with_the_file(tmp_path: Path) -> None:
+    store = SqliteStore(tmp_path / "s.db")
+    store.replace_file(
+        path="a.pdf",
+        kind="pdf",
+        title="T",
+        content_hash="h",
+        size=1,
+        mtime_ns=1,
+        chunks=[NewChunk(chunk("text", 0, "a.pdf"), "k")],
+        new_vectors={"k": vec(1)},
+        note="left out 3 running header/footer line(s)",
+    )
+    assert store.file_notes() == [("a.pdf", "left out 3 running header/footer line(s)")]
+    assert store.files()["a.pdf"].note == "left out 3 running header/footer line(s)"
+
+
+def test_an_index_from_before_notes_gets_the_column(tmp_path: Path) -> None:
+    path = tmp_path / "s.db"
+    SqliteStore(path).close()
+    db = sqlite3.connect(path)
+    db.execute("ALTER TABLE files DROP COLUMN note")
+    db.commit()
+    db.close()
+    store = SqliteStore(path)
+    assert store.file_notes() == []
+
+
+def test_vectors_are_kept_on_their_own(tmp_path: Path) -> None:
+    store = SqliteStore(tmp_path / "s.db")
+    generation = store.generation
+    store.add_vectors({"k1": vec(1), "k2": vec(2)})
+    store.add_vectors({})
+    assert set(store.vectors_for_keys(["k1", "k2"], 4)) == {"k1", "k2"}
+    assert np.allclose(store.vectors_for_keys(["k1"], 4)["k1"], vec(1))
+    assert store.generation == generation  # no chunk changed
+    store.close()
+    again = SqliteStore(tmp_path / "s.db")  # committed: another handle sees them
+    assert set(again.vectors_for_keys(["k1", "k2"], 4)) == {"k1", "k2"}
 
 
 def test_rows_are_plain_sqlite(tmp_path: Path) -> None:

@@ -4,8 +4,10 @@ Tables:
 - ``meta``: what built the index (embedding model fingerprint, dimension, chunk
   settings) and a ``generation`` counter bumped by every commit that changes
   chunks, so a vector index saved at another generation is known to be stale.
-- ``files``: one row per document seen, with its content hash, size, mtime and
-  the load error if it could not be read.
+- ``files``: one row per document seen, with its content hash, size, mtime, the
+  load error if it could not be read, and a note of what loading left out.  A path
+  is its text, or (a name that is not valid UTF-8) its exact bytes as a BLOB, so
+  every name is stored losslessly and found again.
 - ``chunks``: the text and location (heading path, line span or page) of every
   chunk, and the key of the vector that embeds it.  Chunk ids are vector ids.
 - ``vectors``: content-addressed embeddings (key = hash of the embedded text),
@@ -22,10 +24,12 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import os
 import sqlite3
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -33,7 +37,7 @@ import numpy.typing as npt
 from citeline.backends.sqlite import fts5
 from citeline.backends.sqlite.fts5 import Fts5KeywordIndex
 from citeline.core.documents import Chunk
-from citeline.core.errors import BackendError
+from citeline.core.errors import BackendError, IndexDamaged
 from citeline.core.index import FileRecord, IndexCounts, NewChunk, Vector
 
 log = logging.getLogger(__name__)
@@ -51,7 +55,8 @@ CREATE TABLE IF NOT EXISTS files (
     size INTEGER NOT NULL,
     mtime_ns INTEGER NOT NULL,
     indexed_at REAL NOT NULL,
-    error TEXT
+    error TEXT,
+    note TEXT
 );
 CREATE TABLE IF NOT EXISTS chunks (
     id INTEGER PRIMARY KEY,
@@ -78,38 +83,149 @@ CREATE TABLE IF NOT EXISTS vectors (
 _TABLES = (*fts5.TABLES, "chunks", "files", "vectors", "meta")
 
 
+def path_key(path: str) -> str | bytes:
+    """How a relative path is stored: its text, or its bytes when it is not valid UTF-8
+    (a name Python decoded with surrogate escapes), so every name round-trips."""
+    try:
+        path.encode("utf-8")
+        return path
+    except UnicodeEncodeError:
+        return path.encode("utf-8", "surrogateescape")
+
+
+def path_of(value: str | bytes) -> str:
+    """The relative path a stored value names (the inverse of :func:`path_key`)."""
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "surrogateescape")
+    return str(value)
+
+
 class StoreError(BackendError):
-    """The index database cannot be opened or is damaged; one line for the user."""
+    """The index database cannot be opened or used; one line for the user."""
+
+
+class StoreDamaged(StoreError, IndexDamaged):
+    """The index database is damaged (not a database, malformed, not a file): it is
+    derived from the documents, so it is moved aside and rebuilt (``EmbeddedIndex``)."""
+
+
+_DAMAGE = frozenset({sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB})
+_FILES = ("", "-wal", "-shm", "-journal")  # the database and SQLite's files beside it
+
+
+def database_files(path: Path) -> list[Path]:
+    """The database file and the journal files SQLite keeps beside it."""
+    return [path.with_name(path.name + suffix) for suffix in _FILES]
+
+
+def _damaged(exc: sqlite3.Error, path: Path) -> bool:
+    code = getattr(exc, "sqlite_errorcode", None)
+    if code is not None and code & 0xFF in _DAMAGE:
+        return True
+    if code is not None and code & 0xFF == sqlite3.SQLITE_CANTOPEN:
+        # A folder (or a FIFO...) where the database or its journal should be; not a
+        # permission problem, which is the user's to fix and is reported as it is.
+        return any(f.is_symlink() or (f.exists() and not f.is_file()) for f in database_files(path))
+    return False
+
+
+class _Connection(sqlite3.Connection):
+    """A connection whose statements report a damaged database as :class:`StoreDamaged`
+    (one line, never a traceback), whatever query meets the damage first."""
+
+    store_path: Path = Path()
+
+    def execute(self, *args: Any, **kwargs: Any) -> sqlite3.Cursor:
+        try:
+            return super().execute(*args, **kwargs)
+        except sqlite3.DatabaseError as exc:
+            raise _translated(exc, self.store_path) from exc
+
+    def executemany(self, *args: Any, **kwargs: Any) -> sqlite3.Cursor:
+        try:
+            return super().executemany(*args, **kwargs)
+        except sqlite3.DatabaseError as exc:
+            raise _translated(exc, self.store_path) from exc
+
+    def executescript(self, *args: Any, **kwargs: Any) -> sqlite3.Cursor:
+        try:
+            return super().executescript(*args, **kwargs)
+        except sqlite3.DatabaseError as exc:
+            raise _translated(exc, self.store_path) from exc
+
+
+def _translated(exc: sqlite3.DatabaseError, path: Path) -> Exception:
+    if _damaged(exc, path):
+        # Damage met in use: the next open rebuilds, whatever its own check sees.
+        with contextlib.suppress(OSError):
+            rebuild_marker(path).touch()
+        return StoreDamaged(f"index database {path} is damaged ({exc})")
+    return exc
+
+
+def rebuild_marker(path: Path) -> Path:
+    """The file that says the database at ``path`` was found damaged while in use."""
+    return path.with_name(path.name + ".needs-rebuild")
 
 
 class SqliteStore:
-    """SQLite-backed store.  One instance per thread; SQLite serialises writers."""
+    """SQLite-backed store.  One instance per thread; SQLite serialises writers.
+
+    Opening checks the database (``PRAGMA quick_check``: about a millisecond per
+    megabyte); a damaged one raises :class:`StoreDamaged`, as does any later
+    statement that meets damage the check could not see.
+    """
 
     def __init__(self, path: Path) -> None:
         self.path = path
         try:
-            self._db = sqlite3.connect(
-                path, timeout=30.0, isolation_level=None, check_same_thread=False
-            )
-            self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.execute("PRAGMA synchronous=NORMAL")
-            self._db.execute("PRAGMA foreign_keys=ON")
-            if self._schema_version() not in (None, SCHEMA_VERSION):
-                # The index is a cache of the documents: an old format is rebuilt.
-                log.info("index at %s has an older format; rebuilding it", path)
-                for table in _TABLES:
-                    self._db.execute(f"DROP TABLE IF EXISTS {table}")
-            self._db.executescript(_SCHEMA + fts5.SCHEMA)
-            self.set_meta("schema", SCHEMA_VERSION)
-            self._db.execute("SELECT count(*) FROM chunks").fetchone()
-            self.keywords = Fts5KeywordIndex(self._db)
+            self._open()
+        except StoreDamaged:
+            self.close()
+            raise
         except sqlite3.DatabaseError as exc:
-            raise StoreError(
-                f"index database {path} is damaged ({exc}); delete it to rebuild"
-            ) from exc
+            self.close()
+            if _damaged(exc, path):
+                raise StoreDamaged(f"index database {path} is damaged ({exc})") from exc
+            raise StoreError(f"cannot open the index database {path}: {exc}") from exc
+
+    def _open(self) -> None:
+        path = self.path
+        if rebuild_marker(path).exists():
+            raise StoreDamaged(f"index database {path} was found damaged while in use")
+        db = sqlite3.connect(
+            path,
+            timeout=30.0,
+            isolation_level=None,
+            check_same_thread=False,
+            factory=_Connection,
+        )
+        assert isinstance(db, _Connection)
+        db.store_path = path
+        self._db: sqlite3.Connection = db
+        db.execute("PRAGMA journal_mode=WAL")
+        db.execute("PRAGMA synchronous=NORMAL")
+        db.execute("PRAGMA foreign_keys=ON")
+        problems = [str(r[0]) for r in db.execute("PRAGMA quick_check(3)")]
+        if problems != ["ok"]:
+            raise StoreDamaged(f"index database {path} is damaged ({'; '.join(problems)})")
+        if self._schema_version() not in (None, SCHEMA_VERSION):
+            # The index is a cache of the documents: an old format is rebuilt.
+            log.info("index at %s has an older format; rebuilding it", path)
+            for table in _TABLES:
+                db.execute(f"DROP TABLE IF EXISTS {table}")
+        db.executescript(_SCHEMA + fts5.SCHEMA)
+        columns = {row[1] for row in db.execute("PRAGMA table_info(files)")}
+        if "note" not in columns:  # an index from before notes: same format otherwise
+            db.execute("ALTER TABLE files ADD COLUMN note TEXT")
+        self.set_meta("schema", SCHEMA_VERSION)
+        db.execute("SELECT count(*) FROM chunks").fetchone()
+        self.keywords = Fts5KeywordIndex(db)
 
     def close(self) -> None:
-        self._db.close()
+        db: sqlite3.Connection | None = getattr(self, "_db", None)
+        if db is not None:
+            db.close()
 
     def _schema_version(self) -> str | None:
         exists = self._db.execute(
@@ -144,29 +260,36 @@ class SqliteStore:
 
     def files(self) -> dict[str, FileRecord]:
         rows = self._db.execute(
-            "SELECT id, path, kind, title, content_hash, size, mtime_ns, indexed_at, error"
+            "SELECT id, path, kind, title, content_hash, size, mtime_ns, indexed_at, error, note"
             " FROM files"
         ).fetchall()
-        return {row[1]: FileRecord(*row) for row in rows}
+        return {path_of(row[1]): FileRecord(row[0], path_of(row[1]), *row[2:]) for row in rows}
 
     def file_errors(self) -> list[tuple[str, str]]:
         rows = self._db.execute(
             "SELECT path, error FROM files WHERE error IS NOT NULL ORDER BY path"
         ).fetchall()
-        return [(str(p), str(e)) for p, e in rows]
+        return sorted((path_of(p), str(e)) for p, e in rows)
+
+    def file_notes(self) -> list[tuple[str, str]]:
+        rows = self._db.execute(
+            "SELECT path, note FROM files WHERE note IS NOT NULL AND error IS NULL"
+        ).fetchall()
+        return sorted((path_of(p), str(n)) for p, n in rows)
 
     def chunk_ids_for(self, path: str) -> list[int]:
         rows = self._db.execute(
             "SELECT chunks.id FROM chunks JOIN files ON files.id = chunks.file_id"
             " WHERE files.path = ?",
-            (path,),
+            (path_key(path),),
         ).fetchall()
         return [int(r[0]) for r in rows]
 
     def touch_file(self, path: str, size: int, mtime_ns: int) -> None:
         """Record a new mtime for a file whose content did not change."""
         self._db.execute(
-            "UPDATE files SET size = ?, mtime_ns = ? WHERE path = ?", (size, mtime_ns, path)
+            "UPDATE files SET size = ?, mtime_ns = ? WHERE path = ?",
+            (size, mtime_ns, path_key(path)),
         )
 
     def replace_file(
@@ -181,25 +304,22 @@ class SqliteStore:
         chunks: Sequence[NewChunk],
         new_vectors: Mapping[str, Vector],
         error: str | None = None,
+        note: str | None = None,
     ) -> tuple[list[int], list[int]]:
         """Atomically replace a file's chunks.  Returns (removed ids, added ids)."""
         now = time.time()
         with self._transaction():
             removed = self.chunk_ids_for(path)
             self.keywords.remove(removed)
-            self._db.execute("DELETE FROM files WHERE path = ?", (path,))
+            self._db.execute("DELETE FROM files WHERE path = ?", (path_key(path),))
             cursor = self._db.execute(
                 "INSERT INTO files(path, kind, title, content_hash, size, mtime_ns,"
-                " indexed_at, error)"
-                " VALUES(?, ?, ?, ?, ?, ?, ?, ?)",
-                (path, kind, title, content_hash, size, mtime_ns, now, error),
+                " indexed_at, error, note)"
+                " VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (path_key(path), kind, title, content_hash, size, mtime_ns, now, error, note),
             )
             file_id = cursor.lastrowid
-            self._db.executemany(
-                "INSERT INTO vectors(key, vector, last_used) VALUES(?, ?, ?) "
-                "ON CONFLICT(key) DO UPDATE SET last_used = excluded.last_used",
-                [(k, v.astype(np.float32).tobytes(), now) for k, v in new_vectors.items()],
-            )
+            self._put_vectors(new_vectors, now)
             added: list[int] = []
             for item in chunks:
                 c = item.chunk
@@ -235,7 +355,7 @@ class SqliteStore:
                 ids = self.chunk_ids_for(path)
                 self.keywords.remove(ids)
                 removed.extend(ids)
-                self._db.execute("DELETE FROM files WHERE path = ?", (path,))
+                self._db.execute("DELETE FROM files WHERE path = ?", (path_key(path),))
             if removed:
                 self._bump_generation()
         return removed
@@ -258,6 +378,21 @@ class SqliteStore:
             self._bump_generation()
 
     # -- vectors ------------------------------------------------------------
+
+    def add_vectors(self, vectors: Mapping[str, Vector]) -> None:
+        """Keep vectors by content key now, in their own transaction (see
+        ``DocumentIndex.add_vectors``); a key already stored is only marked used."""
+        if not vectors:
+            return
+        with self._transaction():
+            self._put_vectors(vectors, time.time())
+
+    def _put_vectors(self, vectors: Mapping[str, Vector], now: float) -> None:
+        self._db.executemany(
+            "INSERT INTO vectors(key, vector, last_used) VALUES(?, ?, ?) "
+            "ON CONFLICT(key) DO UPDATE SET last_used = excluded.last_used",
+            [(k, np.asarray(v, np.float32).tobytes(), now) for k, v in vectors.items()],
+        )
 
     def vectors_for_keys(self, keys: Iterable[str], dimension: int) -> dict[str, Vector]:
         wanted = list(set(keys))
@@ -317,7 +452,7 @@ class SqliteStore:
             )
             for row in rows:
                 out[int(row[0])] = Chunk(
-                    path=row[1],
+                    path=path_of(row[1]),
                     title=row[2],
                     heading_path=tuple(json.loads(row[3])),
                     text=row[4],
@@ -345,7 +480,46 @@ class SqliteStore:
         self._db.execute("BEGIN IMMEDIATE")
         try:
             yield
+            if _COMMIT_HOOK is not None:
+                _COMMIT_HOOK.before_commit()
         except BaseException:
             self._db.execute("ROLLBACK")
             raise
         self._db.execute("COMMIT")
+        if _COMMIT_HOOK is not None:
+            _COMMIT_HOOK.after_commit()
+
+
+class _CommitHook:
+    """Test-only: a pause inside every write transaction, just before COMMIT, so a test
+    can kill the process there (tests/torture/test_kill.py).  Enabled by the
+    environment: ``CITELINE_TEST_COMMIT_LOG`` names a file that gets ``begin N`` when
+    the pause starts and ``end N`` after the commit; ``CITELINE_TEST_COMMIT_PAUSE`` is
+    the pause in seconds (default 0.05)."""
+
+    def __init__(self, log_file: str, pause: float) -> None:
+        self.log_file = log_file
+        self.pause = pause
+        self.count = 0
+
+    def _write(self, line: str) -> None:
+        with open(self.log_file, "a", encoding="utf-8") as handle:
+            handle.write(f"{line} {os.getpid()}\n")
+
+    def before_commit(self) -> None:
+        self.count += 1
+        self._write(f"begin {self.count}")
+        time.sleep(self.pause)
+
+    def after_commit(self) -> None:
+        self._write(f"end {self.count}")
+
+
+def _commit_hook() -> _CommitHook | None:
+    log_file = os.environ.get("CITELINE_TEST_COMMIT_LOG")
+    if not log_file:
+        return None
+    return _CommitHook(log_file, float(os.environ.get("CITELINE_TEST_COMMIT_PAUSE", "0.05")))
+
+
+_COMMIT_HOOK = _commit_hook()
