@@ -66,17 +66,20 @@ async def test_stdout_carries_only_json_rpc_while_models_load_and_index(
                     return
 
     await asyncio.wait_for(until_ready(), READY_TIMEOUT)
-    # A malformed body gets logged, not answered on stdout with garbage.
+    # A malformed body is answered with a framed ParseError (id null), nothing else.
     garbage = b"{not json"
     stdin.write(b"Content-Length: %d\r\n\r\n" % len(garbage) + garbage)
     stdin.write(frame({"jsonrpc": "2.0", "id": 2, "method": "citeline/status", "params": {}}))
     stdin.write(frame({"jsonrpc": "2.0", "id": 3, "method": "shutdown"}))
     await stdin.drain()
-    answered: set[int] = set()
-    while answered != {2, 3}:
+    answered: set[int | None] = set()
+    while answered != {None, 2, 3}:
         message = await asyncio.wait_for(read_frame(stdout), 60)
         if "id" in message and "method" not in message:
-            assert "error" not in message, message
+            if message["id"] is None:
+                assert message["error"]["code"] == -32700, message
+            else:
+                assert "error" not in message, message
             answered.add(message["id"])
     stdin.write(frame({"jsonrpc": "2.0", "method": "exit"}))
     await stdin.drain()
@@ -84,9 +87,12 @@ async def test_stdout_carries_only_json_rpc_while_models_load_and_index(
     assert await stdout.read() == b""
 
 
-async def test_tcp_binds_to_localhost_and_serves(tmp_path: Path) -> None:
+async def test_tcp_binds_to_localhost_and_serves_a_client_with_the_token(
+    tmp_path: Path,
+) -> None:
+    token_file = tmp_path / "run" / "tcp-{port}.token"
     process = await asyncio.create_subprocess_exec(
-        *server_command("--tcp", "0"),
+        *server_command("--tcp", "0", "--token-file", str(token_file)),
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
@@ -104,11 +110,17 @@ async def test_tcp_binds_to_localhost_and_serves(tmp_path: Path) -> None:
 
         host, port = await asyncio.wait_for(address(), 120)
         assert host == "127.0.0.1"
+        written = Path(str(token_file).replace("{port}", str(port)))
+        assert written.stat().st_mode & 0o077 == 0  # the user's alone
         client = make_client()
         await client.start_tcp(host, port)
         client.capabilities = client_capabilities("visual-studio-code")
         await client.initialize_async(
-            types.InitializeParams(capabilities=client.capabilities, process_id=None)
+            types.InitializeParams(
+                capabilities=client.capabilities,
+                process_id=None,
+                initialization_options={"token": written.read_text().strip()},
+            )
         )
         client.initialized(types.InitializedParams())
         status = await client.protocol.send_request_async("citeline/status", {})
@@ -117,6 +129,7 @@ async def test_tcp_binds_to_localhost_and_serves(tmp_path: Path) -> None:
         client.exit(None)
         await client.stop()
         assert await asyncio.wait_for(process.wait(), 60) == 0
+        assert not written.exists()
     finally:
         if process.returncode is None:
             process.kill()

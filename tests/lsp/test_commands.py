@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from pygls.exceptions import JsonRpcInvalidParams
 
+from citeline.lsp.errors import RequestFailed
 from inprocess import Served
 
 
@@ -34,3 +35,12 @@ async def test_wrong_arguments_are_invalid_params(served: Served) -> None:
 async def test_open_citation_needs_a_client_that_shows_documents(served: Served) -> None:
     citation = {"uri": (served.garden / "garden.md").as_uri(), "range": None}
     assert await served.command("citeline.openCitation")(citation) is False
+
+
+@pytest.mark.parametrize(
+    "uri", ["file:///etc/passwd", "https://example.com/a.md", "file:///dev/zero", "GARDEN/../x"]
+)
+async def test_open_citation_shows_only_documents_of_the_folders(served: Served, uri: str) -> None:
+    uri = uri.replace("GARDEN", served.garden.as_uri())
+    with pytest.raises(RequestFailed, match="not a document of the folders"):
+        await served.command("citeline.openCitation")({"uri": uri})

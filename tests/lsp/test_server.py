@@ -1,67 +1,25 @@
-"""The protocol layer: malformed params are answered with an error, hover extras kept."""
+"""The server: what the transport and the service tell it, and what it tells them."""
 
 from __future__ import annotations
 
-import json
-from typing import Any
+from pathlib import Path
 
-from lsprotocol import types
-
-from citeline.lsp.server import _Rejected, build_server
-from recording import JsonCapture
+from citeline.lsp.server import build_server, default_token_file
 
 
-def parse(protocol: Any, message: dict[str, Any]) -> Any:
-    return json.loads(json.dumps(message), object_hook=protocol.structure_message)
-
-
-def test_malformed_params_of_a_standard_request_get_an_invalid_params_response() -> None:
+def test_exit_goes_to_the_transport_and_a_client_can_leave() -> None:
     ls = build_server()
-    capture = JsonCapture()
-    ls.protocol.set_writer(capture)
-    message = parse(
-        ls.protocol,
-        {
-            "jsonrpc": "2.0",
-            "id": 7,
-            "method": "textDocument/hover",
-            "params": {"textDocument": {"uri": 1}, "position": {"line": "x"}},
-        },
-    )
-    assert isinstance(message, _Rejected)
-    ls.protocol.handle_message(message)  # ignored: already answered
-    (response,) = capture.sent
-    assert response["id"] == 7
-    assert response["error"]["code"] == -32602
-    assert "textDocument/hover" in response["error"]["message"]
+    codes: list[int] = []
+    ls.exit_requested = codes.append
+    ls.request_exit(0)
+    assert codes == [0]
+    ls.status.enabled = True
+    ls.client_gone()
+    assert ls.status.enabled is False  # nothing is sent until the next client initializes
     ls.service.stop(5)
 
 
-def test_hover_extension_field_is_kept_for_the_handler() -> None:
-    ls = build_server()
-    message = parse(
-        ls.protocol,
-        {
-            "jsonrpc": "2.0",
-            "id": "h1",
-            "method": "textDocument/hover",
-            "params": {
-                "textDocument": {"uri": "file:///x.md"},
-                "position": {"line": 0, "character": 0},
-                "citeline": {"selection": "chosen words"},
-            },
-        },
-    )
-    assert isinstance(message.params, types.HoverParams)
-    assert ls.protocol._hover_extras["h1"] == {"selection": "chosen words"}
-    ls.service.stop(5)
-
-
-def test_custom_request_params_stay_plain_json() -> None:
-    ls = build_server()
-    message = parse(
-        ls.protocol,
-        {"jsonrpc": "2.0", "id": 1, "method": "citeline/ask", "params": {"question": "q?"}},
-    )
-    assert message.params == {"question": "q?"}
-    ls.service.stop(5)
+def test_the_token_file_is_per_port_in_a_private_place(monkeypatch: object) -> None:
+    path = default_token_file()
+    assert path.name == "tcp-{port}.token"
+    assert isinstance(path, Path) and path.parent.name in ("citeline", "run")

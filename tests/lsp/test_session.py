@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from citeline.lsp.server import parse_tcp
 from citeline.lsp.session import merge_layers, split_options
 
 
@@ -38,16 +37,3 @@ def test_merge_layers_is_deep() -> None:
         "b": 1,
         "c": 4,
     }
-
-
-def test_parse_tcp_defaults_to_localhost() -> None:
-    assert parse_tcp("8765") == ("127.0.0.1", 8765)
-    assert parse_tcp(":8765") == ("127.0.0.1", 8765)
-    assert parse_tcp("0.0.0.0:9000") == ("0.0.0.0", 9000)
-    assert parse_tcp("[::1]:9000") == ("::1", 9000)
-    for bad in ("http", "host:", "1:99999"):
-        try:
-            parse_tcp(bad)
-        except ValueError:
-            continue
-        raise AssertionError(f"{bad!r} was accepted")

@@ -85,6 +85,12 @@ def _parser() -> argparse.ArgumentParser:
     command.add_argument(
         "--tcp", metavar="[HOST:]PORT", help="serve over TCP (default host 127.0.0.1)"
     )
+    command.add_argument(
+        "--token-file",
+        metavar="PATH",
+        help="with --tcp: where to write the client token ({port} is replaced;"
+        " default: $XDG_RUNTIME_DIR/citeline/tcp-{port}.token)",
+    )
     command.add_argument("--log-file", help="also write the log to this file")
     command.add_argument("--stdio", action="store_true", help="serve over stdio (the default)")
     command.set_defaults(run=commands.run_serve)

@@ -223,7 +223,13 @@ def run_serve(args: argparse.Namespace) -> int:
     for folder in docs:
         if not folder.is_dir():
             raise ServiceError(f"documents folder {folder} does not exist")
-    return serve(docs=docs, tcp=args.tcp, log_file=args.log_file, verbose=args.verbose)
+    return serve(
+        docs=docs,
+        tcp=args.tcp,
+        log_file=args.log_file,
+        verbose=args.verbose,
+        token_file=args.token_file,
+    )
 
 
 def _samples_dir() -> Path:

@@ -70,13 +70,13 @@ def resolve_inside(path: Path, root: Path) -> Path:
     """
     real_root = Path(os.path.realpath(root))
     try:
-        real = Path(path).resolve(strict=True)
-    except FileNotFoundError:
-        raise
+        real = Path(path).resolve()  # what exists resolved: outside is said before missing
     except (OSError, RuntimeError) as exc:  # a symlink loop, a name too long
         raise FileRefused(f"cannot resolve the path: {_reason(exc)}") from exc
     if real != real_root and real_root not in real.parents:
         raise OutsideRoot("outside the documents folders Citeline serves")
+    if not os.path.lexists(real):
+        raise FileNotFoundError(2, "No such file or directory", str(path))
     return real
 
 

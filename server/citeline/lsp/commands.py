@@ -11,7 +11,8 @@ from lsprotocol import types
 from pygls.lsp.server import LanguageServer
 
 from citeline.lsp.ask import answer_request
-from citeline.lsp.errors import invalid_params, reported
+from citeline.lsp.convert import uri_to_path
+from citeline.lsp.errors import RequestFailed, invalid_params, reported
 from citeline.lsp.params import command_args, folder_param, int_param, string_param
 from citeline.lsp.reindex import reindex_request
 from citeline.lsp.search import MAX_K, search_request
@@ -45,6 +46,10 @@ async def open_citation(ls: CitelineServer, citation: object) -> bool:
     if not isinstance(citation, dict) or not isinstance(citation.get("uri"), str):
         raise invalid_params(f"{OPEN_CITATION}: the argument must be a citation with a 'uri'")
     uri: str = citation["uri"]
+    path = uri_to_path(uri)
+    if path is None or ls.service.folders.containing(path) is None:
+        # Citations name documents of the served folders; nothing else is shown.
+        raise RequestFailed(f"{OPEN_CITATION}: not a document of the folders Citeline serves")
     selection: types.Range | None = None
     if citation.get("range") is not None:
         try:

@@ -8,11 +8,12 @@ line span (or a 1-based PDF page).  On the wire it also carries a ``file://``
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
-from urllib.parse import unquote, urlsplit
+from urllib.parse import unquote_to_bytes, urlsplit
 
 JsonRange = dict[str, dict[str, int]]
 
@@ -22,13 +23,23 @@ def path_to_uri(path: Path) -> str:
 
 
 def uri_to_path(uri: str) -> Path | None:
-    """The local path a ``file://`` URI names (fragment and query dropped), else None."""
-    parts = urlsplit(uri)
+    """The local path a ``file://`` URI names (fragment and query dropped), else None.
+
+    Percent-escapes are bytes (a name that is not UTF-8 comes back as the same name,
+    as ``path_to_uri`` wrote it); a path with a NUL names no file.
+    """
+    try:
+        parts = urlsplit(uri)
+    except ValueError:
+        return None
     if parts.scheme != "file":
         return None
     if parts.netloc not in ("", "localhost"):
         return None
-    return Path(unquote(parts.path))
+    raw = unquote_to_bytes(parts.path)
+    if not raw.startswith(b"/") or b"\0" in raw:
+        return None
+    return Path(os.fsdecode(raw))
 
 
 def line_range(start_line: int | None, end_line: int | None) -> JsonRange:

@@ -1,7 +1,9 @@
 """Checking the params of Citeline's own requests (pygls passes them as plain JSON).
 
-A wrong type, a missing required key or an unknown key is an InvalidParams error
-(-32602) naming the key, so a typo never silently changes what is asked.
+A wrong type, a missing required key, an unknown key or a text longer than
+:data:`MAX_TEXT_CHARS` is an InvalidParams error (-32602) naming the key, so a
+typo never silently changes what is asked and a megabyte of query is refused at
+once instead of being searched.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from citeline.lsp.errors import invalid_params
 
 # Keys any request may carry (LSP's WorkDoneProgressParams / PartialResultParams).
 MIXINS = frozenset({"workDoneToken", "partialResultToken"})
+MAX_TEXT_CHARS = 10_000  # a question, a query, a folder URI
 
 
 def object_params(method: str, params: object, allowed: Collection[str]) -> Mapping[str, Any]:
@@ -25,9 +28,10 @@ def object_params(method: str, params: object, allowed: Collection[str]) -> Mapp
         return {}
     if not isinstance(params, Mapping):
         raise invalid_params(f"{method}: params must be an object")
-    unknown = sorted(str(k) for k in params if k not in allowed and k not in MIXINS)
+    unknown = sorted(str(k)[:50] for k in params if k not in allowed and k not in MIXINS)
     if unknown:
-        raise invalid_params(f"{method}: unknown parameter(s): {', '.join(unknown)}")
+        listed = ", ".join(unknown[:5]) + (", …" if len(unknown) > 5 else "")
+        raise invalid_params(f"{method}: unknown parameter(s): {listed}")
     return params
 
 
@@ -39,6 +43,10 @@ def string_param(method: str, params: Mapping[str, Any], key: str, *, required: 
         return None
     if not isinstance(value, str):
         raise invalid_params(f"{method}: {key!r} must be a string")
+    if len(value) > MAX_TEXT_CHARS:
+        raise invalid_params(
+            f"{method}: {key!r} is too long ({len(value):,} characters; at most {MAX_TEXT_CHARS:,})"
+        )
     if required and not value.strip():
         raise invalid_params(f"{method}: {key!r} must not be empty")
     return value
@@ -63,6 +71,8 @@ def token_param(method: str, params: Mapping[str, Any], key: str) -> str | int |
         return None
     if isinstance(value, bool) or not isinstance(value, (str, int)):
         raise invalid_params(f"{method}: {key!r} must be a string or an integer")
+    if isinstance(value, str) and len(value) > 256:
+        raise invalid_params(f"{method}: {key!r} is too long")
     return value
 
 

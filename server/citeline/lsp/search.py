@@ -13,6 +13,7 @@ import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+from urllib.parse import unquote
 
 from lsprotocol import types
 
@@ -81,13 +82,26 @@ def hover_query(lines: Sequence[str], line: int, column: int) -> str:
     return _clean(current)[:MAX_QUERY_CHARS]
 
 
-def _cursor_text(ls: CitelineServer, params: types.HoverParams) -> str:
+async def _cursor_text(ls: CitelineServer, params: types.HoverParams) -> str:
+    """The sentence under the cursor: from the editor's text of the document (what the
+    client sent with didOpen/didChange: no file is read), else from the file, read
+    off the event loop, only a regular file inside a served folder and bounded
+    (``Service.read_text``; anything else is a one-line RequestFailed)."""
+    uri = params.text_document.uri
+    document = ls.workspace.text_documents.get(unquote(uri))
+    if document is not None:
+        source = document.source
+    else:
+        path = uri_to_path(uri)
+        if path is None:
+            return ""  # not a file: only the editor could have sent its text
+        source = await ls.service.read_text(path)
+    lines = source.splitlines(keepends=True)
     try:
-        document = ls.workspace.get_text_document(params.text_document.uri)
-        lines = document.lines
-        position = document.position_codec.position_from_client_units(lines, params.position)
-    except (OSError, UnicodeDecodeError, ValueError, IndexError) as exc:
-        log.debug("hover: cannot read %s: %s", params.text_document.uri, exc)
+        codec = ls.workspace.position_codec
+        position = codec.position_from_client_units(lines, params.position)
+    except (ValueError, IndexError) as exc:
+        log.debug("hover: position out of range: %s", exc)
         return ""
     return hover_query(lines, position.line, position.character)
 
@@ -125,12 +139,14 @@ def register(ls: CitelineServer) -> None:
     @reported(types.TEXT_DOCUMENT_HOVER)
     async def hover(ls: CitelineServer, params: types.HoverParams) -> types.Hover | None:
         extras = ls.protocol.hover_extras()
+        if not len(ls.service.folders):
+            return None
         selection = extras.get("selection")
         if isinstance(selection, str) and selection.strip():
-            query = " ".join(selection.split())[:MAX_QUERY_CHARS]
+            query = " ".join(selection[: MAX_QUERY_CHARS * 4].split())[:MAX_QUERY_CHARS]
         else:
-            query = _cursor_text(ls, params)
-        if not query or not len(ls.service.folders):
+            query = await _cursor_text(ls, params)
+        if not query:
             return None
         hits = await search_request(ls, query, HOVER_PASSAGES + 1, None, rerank=False)
         hits = [h for h in hits if not _at_cursor(h, params)][:HOVER_PASSAGES]

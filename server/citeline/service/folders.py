@@ -97,7 +97,7 @@ def folder_key(path: Path) -> str:
     """One spelling per folder, for comparing folders named by different URIs or paths."""
     try:
         return str(path.expanduser().resolve())
-    except OSError:
+    except (OSError, RuntimeError):  # RuntimeError: a symlink loop
         return str(path.expanduser().absolute())
 
 
@@ -105,7 +105,7 @@ def relative_to(root: Path, path: Path) -> str | None:
     """``path`` relative to ``root`` with forward slashes, or None when outside it."""
     try:
         rel = path.resolve().relative_to(root.resolve())
-    except (ValueError, OSError):
+    except (ValueError, OSError, RuntimeError):  # RuntimeError: a symlink loop
         return None
     text = rel.as_posix()
     return None if text == "." else text

@@ -17,8 +17,9 @@ from pathlib import Path
 from typing import Any
 
 from citeline.core.answering.results import Answer
-from citeline.core.documents import Hit
+from citeline.core.documents import Hit, display_text
 from citeline.core.errors import IndexDamaged
+from citeline.core.files import FileRefused, OutsideRoot, read_regular_file
 from citeline.core.ingest import IngestReport
 from citeline.service.errors import EXPECTED_ERRORS, ServiceError
 from citeline.service.events import Events
@@ -177,6 +178,32 @@ class Service:
         folders = self._targets(path)
         reports = await asyncio.gather(*(self.scheduler.run_now(f, None) for f in folders))
         return list(zip(folders, reports, strict=True))
+
+    async def read_text(self, path: Path) -> str:
+        """The text of the file at ``path`` for an editor request (hover on a document
+        the editor did not send): only a regular file inside a served folder, at most
+        the folder's size limit, read off the event loop as the indexer reads
+        (``core.files``).  Anything else is a one-line :class:`ServiceError`; nothing
+        outside the folders is ever opened."""
+        folders = [(f.root, f.settings.index.max_file_mb) for f in self.folders]
+        shown = display_text(str(path))
+
+        def read() -> str:  # a thread of the default executor: never the event loop
+            for root, max_mb in folders:
+                try:
+                    data = read_regular_file(path, int(max_mb * 1024 * 1024), root=root)
+                except OutsideRoot:
+                    continue
+                except FileRefused as exc:
+                    raise ServiceError(f"{shown}: {exc}") from exc
+                except FileNotFoundError as exc:
+                    raise ServiceError(f"{shown}: no such file") from exc
+                except OSError as exc:
+                    raise ServiceError(f"{shown}: {exc.strerror or exc}") from exc
+                return data.decode("utf-8", "replace")
+            raise ServiceError(f"{shown} is outside the documents folders Citeline serves")
+
+        return await asyncio.get_running_loop().run_in_executor(None, read)
 
     def status(self) -> Status:
         """Every folder's status, from what the event loop keeps (answers at once)."""
