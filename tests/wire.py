@@ -1,6 +1,6 @@
 """A JSON-RPC peer on raw bytes, for tests that send what no real client would:
-framed messages over any pair of byte streams (a pipe to a process, a socket),
-read back with a deadline."""
+framed messages over a pipe pair (a process's stdin/stdout) or a socket, written
+and read without ever blocking on one while the other is full, with deadlines."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import socket
 import time
 from typing import Any
 
-HEADER = re.compile(rb"Content-Length: (\d+)\r\n(?:[^\r\n]*\r\n)*\r\n", re.IGNORECASE)
+HEADER = re.compile(rb"Content-Length: (\d+)\r\n(?:[^\r\n]+\r\n)*\r\n", re.IGNORECASE)
 
 
 def frame(message: Any) -> bytes:
@@ -22,32 +22,60 @@ def frame(message: Any) -> bytes:
 
 
 class Peer:
-    """Writes frames and reads whole messages from a file descriptor or a socket."""
+    """Writes bytes and reads whole messages; what arrives while writing is kept."""
 
-    def __init__(self, read_fd: int, write: Any) -> None:
+    def __init__(self, read_fd: int, write_fd: int, sock: socket.socket | None = None) -> None:
         self.read_fd = read_fd
-        self._write = write
+        self.write_fd = write_fd
+        self.sock = sock
+        os.set_blocking(read_fd, False)
+        os.set_blocking(write_fd, False)
         self._buffer = bytearray()
         self.closed = False
+        self.received = 0  # bytes
 
     @classmethod
     def connect(cls, host: str, port: int, timeout: float = 10.0) -> Peer:
         sock = socket.create_connection((host, port), timeout=timeout)
-        sock.setblocking(True)
-        peer = cls(sock.fileno(), sock.sendall)
-        peer.sock = sock  # type: ignore[attr-defined]
-        return peer
+        return cls(sock.fileno(), sock.fileno(), sock)
 
     def close(self) -> None:
-        sock = getattr(self, "sock", None)
-        if sock is not None:
-            sock.close()
+        if self.sock is not None:
+            self.sock.close()
 
-    def send(self, message: Any) -> None:
-        self.send_raw(frame(message))
+    def send(self, message: Any, timeout: float = 30.0) -> None:
+        self.send_raw(frame(message), timeout)
 
-    def send_raw(self, data: bytes) -> None:
-        self._write(data)
+    def send_raw(self, data: bytes, timeout: float = 30.0) -> None:
+        view = memoryview(data)
+        deadline = time.monotonic() + timeout
+        while view:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise TimeoutError("the peer stopped reading")
+            readable, writable, _ = select.select([self.read_fd], [self.write_fd], [], left)
+            if readable:
+                self._read_some()
+            if writable:
+                try:
+                    written = os.write(self.write_fd, view[: 1 << 16])
+                except BlockingIOError:
+                    continue
+                except (BrokenPipeError, ConnectionError) as exc:
+                    raise ConnectionError("the peer is gone") from exc
+                view = view[written:]
+
+    def _read_some(self) -> None:
+        try:
+            chunk = os.read(self.read_fd, 1 << 16)
+        except BlockingIOError:
+            return
+        except (ConnectionError, OSError):
+            chunk = b""
+        if not chunk:
+            self.closed = True
+        self.received += len(chunk)
+        self._buffer += chunk
 
     def receive(self, timeout: float) -> dict[str, Any] | None:
         """The next message, or None when the peer closed; TimeoutError after ``timeout``."""
@@ -67,18 +95,12 @@ class Peer:
             left = deadline - time.monotonic()
             if left <= 0:
                 raise TimeoutError("no message in time")
-            ready, _, _ = select.select([self.read_fd], [], [], left)
-            if ready:
-                try:
-                    chunk = os.read(self.read_fd, 1 << 16)
-                except (ConnectionError, OSError):
-                    chunk = b""
-                if not chunk:
-                    self.closed = True
-                self._buffer += chunk
+            readable, _, _ = select.select([self.read_fd], [], [], left)
+            if readable:
+                self._read_some()
 
     def response(self, msg_id: Any, timeout: float) -> dict[str, Any]:
-        """The response to ``msg_id`` (notifications and requests from the server skipped)."""
+        """The response to ``msg_id`` (other messages from the server passed over)."""
         deadline = time.monotonic() + timeout
         while True:
             message = self.receive(max(0.0, deadline - time.monotonic()))

@@ -67,3 +67,10 @@ def test_custom_request_params_stay_plain_json() -> None:
     )
     assert message.params == {"question": "q?"}
     ls.service.stop(5)
+
+
+def test_a_cancel_for_any_id_is_harmless() -> None:
+    ls = build_server()
+    for msg_id in ([1], {"a": 1}, None, True, 1.5, "unknown", 7):
+        ls.protocol._handle_cancel_notification(msg_id)
+    ls.service.stop(5)

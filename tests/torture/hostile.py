@@ -50,9 +50,9 @@ def _raw_name(raw: bytes, data: bytes) -> Callable[[Path], Path]:
     return make
 
 
-def _pdf(name: str, pages: list[str], *, encrypt: bool = False, empty: bool = False) -> Callable[
-    [Path], Path
-]:
+def _pdf(
+    name: str, pages: list[str], *, encrypt: bool = False, empty: bool = False
+) -> Callable[[Path], Path]:
     def make(folder: Path) -> Path:
         doc = pymupdf.open()
         for text in pages:
@@ -162,10 +162,18 @@ KINDS: list[Kind] = [
     Kind("empty markdown", _write("empty.md", ""), "empty"),
     Kind("whitespace only", _write("blank.md", " \n\t\n\n   \n"), "empty"),
     Kind("BOM only", _write("bom.txt", b"\xef\xbb\xbf"), "empty"),
-    Kind("UTF-8 BOM markdown", _write("bom.md", b"\xef\xbb\xbf# Bom\n\n" + PROSE.encode()), "indexed"),
+    Kind(
+        "UTF-8 BOM markdown", _write("bom.md", b"\xef\xbb\xbf# Bom\n\n" + PROSE.encode()), "indexed"
+    ),
     Kind("UTF-16 text", _write("utf16.txt", ("# U16\n\n" + PROSE).encode("utf-16")), "indexed"),
-    Kind("Latin-1 bytes", _write("latin1.md", "# Caf\xe9\n\n".encode("latin-1") + PROSE.encode()), "indexed"),
-    Kind("binary as markdown", _write("binary.md", os.urandom(0) + bytes(range(256)) * 64), "error"),
+    Kind(
+        "Latin-1 bytes",
+        _write("latin1.md", "# Caf\xe9\n\n".encode("latin-1") + PROSE.encode()),
+        "indexed",
+    ),
+    Kind(
+        "binary as markdown", _write("binary.md", os.urandom(0) + bytes(range(256)) * 64), "error"
+    ),
     Kind("NUL bytes in text", _write("nul.txt", "a\0b\0" * 1000 + PROSE), "error"),
     Kind("gzip named .md", _write("gz.md", gzip.compress(PROSE.encode() * 50)), "error"),
     Kind("zlib bomb named .txt", _write("bomb.txt", _BOMB), "error"),
@@ -173,19 +181,57 @@ KINDS: list[Kind] = [
     Kind("100k short lines", _write("lines.md", "x\n" * 100_000), "indexed"),
     # Headings alone make no chunk (a known limit, docs/reliability.md).
     Kind("100k headings", _write("headings.md", "# h\n" * 100_000), "empty"),
-    Kind("heading 100k chars", _write("longhead.md", "# " + "h" * 100_000 + "\n\n" + PROSE), "indexed"),
+    Kind(
+        "heading 100k chars",
+        _write("longhead.md", "# " + "h" * 100_000 + "\n\n" + PROSE),
+        "indexed",
+    ),
     Kind("markdown nested 2000 quotes", _write("quotes.md", _NESTED_MD), "indexed"),
     Kind("html nested 5000 divs", _write("nested.html", _NESTED_HTML), "indexed"),
-    Kind("html without body", _write("nobody.html", "<html><head><title>T</title></head></html>"), "empty"),
-    Kind("html script only", _write("script.html", "<script>" + "x=1;" * 10000 + "</script>"), "empty"),
-    Kind("html broken tags", _write("broken.html", "<p><b><i>" + PROSE + "</p></b><<<>>>&&&#99999999;"), "indexed"),
+    Kind(
+        "html without body",
+        _write("nobody.html", "<html><head><title>T</title></head></html>"),
+        "empty",
+    ),
+    Kind(
+        "html script only",
+        _write("script.html", "<script>" + "x=1;" * 10000 + "</script>"),
+        "empty",
+    ),
+    Kind(
+        "html broken tags",
+        _write("broken.html", "<p><b><i>" + PROSE + "</p></b><<<>>>&&&#99999999;"),
+        "indexed",
+    ),
     Kind("front matter unclosed", _write("fm.md", "---\ntitle: [unclosed\n" + PROSE), "indexed"),
-    Kind("front matter binary", _write("fmbin.md", b"---\n\x00\xff\xfe\n---\n" + PROSE.encode()), "error"),
-    Kind("CJK text", _write("cjk.md", "# 灯塔\n\n灯塔看守人每天黎明和黄昏记录天气。\n" * 20), "indexed"),
-    Kind("RTL and combining marks", _write("rtl.md", "# \u05e9\u05dc\u05d5\u05dd\n\n" + "e\u0301" * 500 + "\n"), "indexed"),
-    Kind("lone surrogates escaped", _write("surr.md", b"# S\n\n\xed\xa0\x80 " + PROSE.encode()), "indexed"),
-    Kind("emoji and ZWJ", _write("emoji.md", "# E\n\n" + "\U0001f469\u200d\U0001f4bb " * 300 + "\n"), "indexed"),
-    Kind("CR-only line ends", _write("cr.md", "# CR\r\r" + PROSE.replace("\n", "\r") * 5), "indexed"),
+    Kind(
+        "front matter binary",
+        _write("fmbin.md", b"---\n\x00\xff\xfe\n---\n" + PROSE.encode()),
+        "error",
+    ),
+    Kind(
+        "CJK text",
+        _write("cjk.md", "# 灯塔\n\n灯塔看守人每天黎明和黄昏记录天气。\n" * 20),
+        "indexed",
+    ),
+    Kind(
+        "RTL and combining marks",
+        _write("rtl.md", "# \u05e9\u05dc\u05d5\u05dd\n\n" + "e\u0301" * 500 + "\n"),
+        "indexed",
+    ),
+    Kind(
+        "lone surrogates escaped",
+        _write("surr.md", b"# S\n\n\xed\xa0\x80 " + PROSE.encode()),
+        "indexed",
+    ),
+    Kind(
+        "emoji and ZWJ",
+        _write("emoji.md", "# E\n\n" + "\U0001f469\u200d\U0001f4bb " * 300 + "\n"),
+        "indexed",
+    ),
+    Kind(
+        "CR-only line ends", _write("cr.md", "# CR\r\r" + PROSE.replace("\n", "\r") * 5), "indexed"
+    ),
     Kind("empty pdf page", _pdf("blank.pdf", [""]), "empty"),
     # The same line on every page: running-header-like, yet the only text: kept.
     Kind("pdf 300 same pages", _pdf("long.pdf", [PROSE] * 300), "indexed"),
@@ -205,10 +251,24 @@ KINDS: list[Kind] = [
     Kind("40 folders deep", _deep, "indexed"),
     Kind("hidden folder", _hidden, "skipped"),
     Kind("unsupported suffix", _write("image.png", b"\x89PNG\r\n\x1a\n"), "skipped"),
-    Kind("name with invalid UTF-8", _raw_name(b"bad\xff\xfe.md", b"# Bad\n\n" + PROSE.encode()), "indexed"),
-    Kind("name with a newline", _raw_name(b"two\nlines.md", b"# Two\n\n" + PROSE.encode()), "indexed"),
-    Kind("name with control bytes", _raw_name(b"ctl\x01\x1b[31m.md", b"# Ctl\n\n" + PROSE.encode()), "indexed"),
-    Kind("name of 250 bytes", _raw_name(b"n" * 247 + b".md", b"# Long\n\n" + PROSE.encode()), "indexed"),
+    Kind(
+        "name with invalid UTF-8",
+        _raw_name(b"bad\xff\xfe.md", b"# Bad\n\n" + PROSE.encode()),
+        "indexed",
+    ),
+    Kind(
+        "name with a newline", _raw_name(b"two\nlines.md", b"# Two\n\n" + PROSE.encode()), "indexed"
+    ),
+    Kind(
+        "name with control bytes",
+        _raw_name(b"ctl\x01\x1b[31m.md", b"# Ctl\n\n" + PROSE.encode()),
+        "indexed",
+    ),
+    Kind(
+        "name of 250 bytes",
+        _raw_name(b"n" * 247 + b".md", b"# Long\n\n" + PROSE.encode()),
+        "indexed",
+    ),
     Kind("name with quotes and %", _write("q'\"%20%ff#?.md", "# Q\n\n" + PROSE), "indexed"),
     Kind("name that is a URI escape", _write("a%2Fb.md", "# Esc\n\n" + PROSE), "indexed"),
 ]

@@ -217,6 +217,9 @@ class CitelineProtocol(LanguageServerProtocol):
             self._failure(method, exc)
 
     def _handle_cancel_notification(self, msg_id: Any) -> None:
+        if isinstance(msg_id, bool) or not isinstance(msg_id, (int, str)):
+            log.info("cancel for an id that is not a string or an integer: ignored")
+            return
         future = self._request_futures.pop(msg_id, None)
         if future is None:
             log.debug("cancel for an unknown or finished request %s", short(msg_id))
@@ -226,8 +229,8 @@ class CitelineProtocol(LanguageServerProtocol):
     @staticmethod
     def _failure(what: str, exc: BaseException) -> JsonRpcException:
         """The error to answer with; logged in one line (a bug: with its traceback)."""
-        if isinstance(exc, JsonRpcException):
-            log.info("%s: %s", short(what), short(exc.message))
+        if isinstance(exc, JsonRpcException):  # the handler (lsp/errors.py) logged it
+            log.debug("%s: %s", short(what), short(exc.message))
             return exc
         log.error("%s failed", short(what), exc_info=exc)
         return JsonRpcInternalError(message=f"Citeline failed ({short(exc)})")
