@@ -200,7 +200,7 @@ def _kill_round(docs: Path, work: Path, rng: random.Random, result: CrashResult)
     env["CITELINE_TEST_COMMIT_PAUSE"] = f"{rng.uniform(0.02, 0.1):.3f}"
     in_commit = rng.random() < 0.6
     target = rng.randrange(1, 5)
-    delay = rng.uniform(0.1, 4.0)
+    delay = rng.uniform(0.1, 3.0)
     with open(work / "index.log", "ab") as err:
         process = subprocess.Popen(
             index_command(docs), stdout=subprocess.DEVNULL, stderr=err, env=env

@@ -1,0 +1,161 @@
+"""The torture suite's long versions: how Citeline holds up against hostile files,
+kill -9, fuzzed JSON-RPC, churn and a damaged index.  The fast versions run with the
+tests (tests/torture/); this runs the same code for longer and prints the figures
+docs/reliability.md quotes.
+
+    .venv/bin/python benchmarks/torture.py            # 100 kill rounds, 5,000 fuzz messages
+    .venv/bin/python benchmarks/torture.py --rounds 20 --fuzz 2000 --json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import sqlite3
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "tests"))
+
+from citeline.app import ModelPool, open_workspace  # noqa: E402
+from citeline.settings import Settings  # noqa: E402
+from torture import churn, crashes, damage, fuzz, hostile  # noqa: E402
+
+
+def rss_mb() -> float:
+    return fuzz.rss_mb(os.getpid())
+
+
+def hostile_files(work: Path) -> dict[str, Any]:
+    root = work / "hostile"
+    root.mkdir()
+    made = hostile.build(root)
+    before = rss_mb()
+    ws = open_workspace(root, Settings(), ModelPool())
+    started = time.monotonic()
+    try:
+        report = ws.update()
+        records = ws.index.files()
+        again = ws.update()
+    finally:
+        ws.close()
+    seconds = time.monotonic() - started
+    with sqlite3.connect(root / ".citeline" / "index.sqlite3") as db:
+        counts = dict(db.execute("SELECT file_id, count(*) FROM chunks GROUP BY file_id"))
+    files = {path: (counts.get(r.id, 0), r.error) for path, r in records.items()}
+    results = hostile.verdicts(made, files)
+    failed = {name: why for name, why in results.items() if why is not None}
+    return {
+        "kinds": len(results),
+        "survived": len(results) - len(failed),
+        "failed": failed,
+        "errors_reported": len(report.errors),
+        "second_run_changed": again.files_changed,
+        "seconds": round(seconds, 1),
+        "rss_before_mb": round(before, 1),
+        "rss_after_mb": round(rss_mb(), 1),
+        "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+    }
+
+
+def damaged_index(work: Path) -> dict[str, Any]:
+    template = damage.indexed_folder(work / "damage")
+    failed = {}
+    for name in sorted(damage.DAMAGE):
+        problem = damage.recovers(work / "damage", name, template)
+        if problem is not None:
+            failed[name] = problem
+    return {
+        "kinds": len(damage.DAMAGE),
+        "recovered": len(damage.DAMAGE) - len(failed),
+        "failed": failed,
+    }
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--rounds", type=int, default=100, help="kill -9 rounds")
+    parser.add_argument("--fuzz", type=int, default=5000, help="fuzz messages per transport")
+    parser.add_argument("--churn", type=int, default=300, help="churn operations")
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
+    args = parser.parse_args()
+    figures: dict[str, Any] = {"load_before": os.getloadavg()}
+    with tempfile.TemporaryDirectory(prefix="citeline-torture-") as tmp:
+        work = Path(tmp)
+        started = time.monotonic()
+        figures["hostile"] = hostile_files(work)
+        figures["damage"] = damaged_index(work)
+        figures["fuzz"] = [
+            fuzz.run(
+                t,
+                _keeper(work / f"fuzz-{t}"),
+                work / f"fuzz-{t}" / "work",
+                count=args.fuzz,
+                seed=args.seed,
+            ).to_json()
+            for t in ("stdio", "tcp")
+        ]
+        figures["churn"] = churn.run(
+            work / "churn", operations=args.churn, seed=args.seed
+        ).to_json()
+        figures["kill"] = crashes.run(work / "kill", rounds=args.rounds, seed=args.seed).to_json()
+        figures["seconds"] = round(time.monotonic() - started, 1)
+    figures["load_after"] = os.getloadavg()
+    if args.json:
+        print(json.dumps(figures, indent=2))
+        return 0
+    _print(figures)
+    return 0
+
+
+def _keeper(folder: Path) -> Path:
+    docs = folder / "docs"
+    docs.mkdir(parents=True)
+    (docs / "keeper.md").write_text("# Keeper\n\n" + hostile.PROSE)
+    return docs
+
+
+def _print(f: dict[str, Any]) -> None:
+    h, d, k, c = f["hostile"], f["damage"], f["kill"], f["churn"]
+    print(
+        f"hostile files: {h['survived']}/{h['kinds']} kinds with their expected outcome"
+        f" ({h['seconds']} s; RSS {h['rss_before_mb']} -> {h['rss_after_mb']} MB)"
+    )
+    for name, why in h["failed"].items():
+        print(f"  {name}: {why}")
+    print(f"damaged index: {d['recovered']}/{d['kinds']} kinds recovered")
+    for name, why in d["failed"].items():
+        print(f"  {name}: {why}")
+    for z in f["fuzz"]:
+        print(
+            f"fuzz ({z['transport']}): {z['messages']} messages, {z['crashes']} crashes,"
+            f" {z['hangs']} hangs; health check p95 {z['health_p95_ms']} ms"
+            f" (max {z['health_max_ms']}, {z['health_checks']} checks), search p95"
+            f" {z['search_p95_ms']} ms; RSS {z['rss_before_mb']} -> {z['rss_after_mb']} MB;"
+            f" log {z['stderr_kb']} KB, {z['tracebacks']} tracebacks; exit {z['exit_code']}"
+        )
+    print(
+        f"churn: {c['operations']} operations in {c['seconds']} s, settled in"
+        f" {c['settle_seconds']} s; {c['lost_files']} lost, {c['stale_files']} stale;"
+        f" RSS {c['rss_before_mb']} -> {c['rss_after_mb']} MB"
+    )
+    print(
+        f"kill -9: {k['consistent']}/{k['rounds']} rounds consistent ({k['kills']} kills,"
+        f" {k['kills_in_commit']} inside a commit, {k['finished_before_kill']} finished first);"
+        f" {k['churn_ops']} churn operations between them; end: {k['lost_files']} lost,"
+        f" {k['stale_files']} stale, equal to a fresh index: {k['equal_to_fresh']}"
+    )
+    for problem in k["problems"]:
+        print(f"  {problem}")
+    print(f"load average before {f['load_before']}, after {f['load_after']}; {f['seconds']} s")
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
