@@ -189,3 +189,23 @@ def test_tcp_needs_the_token_serves_one_client_and_survives_it_leaving(tmp_path:
 def test_a_message_from_the_client_is_parsed_once(tmp_path: Path) -> None:
     body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "shutdown"}).encode()
     assert FrameParser().feed(frame(body)) == [Body(body)]
+
+
+def test_a_token_file_the_user_names_leaves_its_folder_alone(tmp_path: Path) -> None:
+    (tmp_path / "mine").mkdir(mode=0o755)
+    transport.write_token(tmp_path / "mine" / "t.token", "secret", private_folder=False)
+    assert stat.S_IMODE((tmp_path / "mine").stat().st_mode) == 0o755
+    assert stat.S_IMODE((tmp_path / "mine" / "t.token").stat().st_mode) == 0o600
+    (tmp_path / "mine" / "link.token").symlink_to(tmp_path / "elsewhere")
+    transport.write_token(tmp_path / "mine" / "link.token", "s", private_folder=False)
+    assert not (tmp_path / "elsewhere").exists()  # the link was replaced, not followed
+
+
+def test_parse_tcp_defaults_to_localhost() -> None:
+    assert transport.parse_tcp("8765") == ("127.0.0.1", 8765)
+    assert transport.parse_tcp(":8765") == ("127.0.0.1", 8765)
+    assert transport.parse_tcp("0.0.0.0:9000") == ("0.0.0.0", 9000)
+    assert transport.parse_tcp("[::1]:9000") == ("::1", 9000)
+    for bad in ("http", "host:", "1:99999"):
+        with pytest.raises(ValueError):
+            transport.parse_tcp(bad)

@@ -198,7 +198,8 @@ def serve(
         if address is not None:
             where = Path(token_file).expanduser() if token_file else default_token_file()
             try:
-                return transport.TcpServer(ls, *address, where).run()
+                server = transport.TcpServer(ls, *address, where, private_folder=not token_file)
+                return server.run()
             except OSError as exc:
                 log.error("cannot serve on %s:%d: %s", *address, exc.strerror or exc)
                 return 2

@@ -455,15 +455,20 @@ def token_folder(cache_dir: Path) -> Path:
     return cache_dir / "run"
 
 
-def write_token(path: Path, token: str) -> None:
-    """Write ``token`` to ``path``, readable by the user only (folder 0700, file 0600)."""
+def write_token(path: Path, token: str, *, private_folder: bool = True) -> None:
+    """Write ``token`` to ``path``, readable by the user only (mode 0600, never through a
+    symlink).  With ``private_folder`` (the default place), the folder is the user's
+    and 0700 too; a folder the user named (``--token-file``) is left as it is."""
     folder = path.parent
-    folder.mkdir(mode=0o700, parents=True, exist_ok=True)
-    info = folder.stat()
-    if info.st_uid != os.getuid():
-        raise OSError(f"{folder} belongs to another user")
-    if stat.S_IMODE(info.st_mode) & 0o077:
-        folder.chmod(0o700)
+    if private_folder:
+        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+        info = folder.stat()
+        if info.st_uid != os.getuid():
+            raise OSError(f"{folder} belongs to another user")
+        if stat.S_IMODE(info.st_mode) & 0o077:
+            folder.chmod(0o700)
+    else:
+        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
     with contextlib.suppress(FileNotFoundError):
         path.unlink()  # a token file left by an earlier run (or anything else there)
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
@@ -496,11 +501,20 @@ def _strip_token(params: dict[str, Any]) -> None:
 class TcpServer:
     """Serves one authenticated client at a time on a TCP socket (see the module)."""
 
-    def __init__(self, ls: CitelineServer, host: str, port: int, token_file: Path) -> None:
+    def __init__(
+        self,
+        ls: CitelineServer,
+        host: str,
+        port: int,
+        token_file: Path,
+        *,
+        private_folder: bool = True,
+    ) -> None:
         self.ls = ls
         self.host = host
         self.port = port
         self.token_file = token_file
+        self.private_folder = private_folder
         self.token = secrets.token_urlsafe(32)
         self.active: asyncio.StreamWriter | None = None
         self.unauthenticated = 0
@@ -517,7 +531,7 @@ class TcpServer:
         )
         port = server.sockets[0].getsockname()[1]
         token_file = Path(str(self.token_file).replace("{port}", str(port)))
-        write_token(token_file, self.token)
+        write_token(token_file, self.token, private_folder=self.private_folder)
         addresses = ", ".join(str(s.getsockname()) for s in server.sockets)
         log.info("Serving on %s; clients authenticate with the token in %s", addresses, token_file)
         try:
