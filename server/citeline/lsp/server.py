@@ -2,7 +2,8 @@
 
 :func:`build_server` makes a :class:`CitelineServer` and registers each area's
 handlers from its own module.  :func:`serve` runs it over stdio (default) or TCP
-(``lsp/transport.py``: framing limits, the TCP token, one client at a time).
+(``lsp/framing.py``: limits and checks; ``lsp/transport.py``: stdio; ``lsp/tcp.py``:
+the token, one client at a time).
 Under stdio, file descriptor 1 is moved to stderr before anything else runs, so
 nothing but JSON-RPC can reach the client's stdin, whatever a library prints.
 """
@@ -27,6 +28,7 @@ from pygls.protocol import JsonRPCNotification, JsonRPCRequestMessage, JsonRPCRe
 from citeline import __version__, cache
 from citeline.app import ModelPool
 from citeline.lsp import ask, commands, reindex, search, session, status, transport
+from citeline.lsp import tcp as tcp_server
 from citeline.lsp.diagnostics import DiagnosticsPublisher
 from citeline.lsp.logs import ClientLogHandler, configure_logging
 from citeline.lsp.progress import WorkDone
@@ -172,7 +174,7 @@ def _protocol_streams() -> tuple[BinaryIO, BinaryIO]:
 
 def default_token_file() -> Path:
     """Where the TCP token goes unless ``--token-file`` says ({port}: the port)."""
-    return transport.token_folder(cache.cache_dir()) / "tcp-{port}.token"
+    return tcp_server.token_folder(cache.cache_dir()) / "tcp-{port}.token"
 
 
 def serve(
@@ -185,7 +187,7 @@ def serve(
     """Run the language server until the client exits; the process exit status."""
     configure_logging(log_file, verbose)
     try:
-        address = transport.parse_tcp(tcp) if tcp else None
+        address = tcp_server.parse_tcp(tcp) if tcp else None
     except ValueError as exc:
         log.error("%s", exc)
         return 2
@@ -198,7 +200,7 @@ def serve(
         if address is not None:
             where = Path(token_file).expanduser() if token_file else default_token_file()
             try:
-                server = transport.TcpServer(ls, *address, where, private_folder=not token_file)
+                server = tcp_server.TcpServer(ls, *address, where, private_folder=not token_file)
                 return server.run()
             except OSError as exc:
                 log.error("cannot serve on %s:%d: %s", *address, exc.strerror or exc)
