@@ -3,6 +3,7 @@ the documented error, nothing over the limits is kept."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterator
 from typing import Any
 
@@ -97,3 +98,25 @@ def test_after_initialize_params_are_checked_and_a_second_initialize_refused(
 def test_a_message_from_the_client_is_parsed_once() -> None:
     body = b'{"jsonrpc": "2.0", "id": 1, "method": "shutdown"}'
     assert FrameParser().feed(frame(body)) == [Body(body)]
+
+
+async def test_invalid_params_of_citeline_requests_are_invalid_params(
+    served: tuple[CitelineServer, JsonCapture],
+) -> None:
+    ls, capture = served
+    deliver(ls.protocol, {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": INITIALIZE})
+    bad = [
+        ("citeline/status", {"bogus": 1}),
+        ("citeline/status", "x"),
+        ("citeline/search", {"query": "q" * 1_000_000}),
+        ("citeline/ask", {"question": 5}),
+        ("citeline/reindex", [1, 2]),
+    ]
+    for n, (method, params) in enumerate(bad, 2):
+        deliver(ls.protocol, {"jsonrpc": "2.0", "id": n, "method": method, "params": params})
+    for _ in range(100):
+        if len([m for m in capture.sent if "id" in m]) > len(bad):
+            break
+        await asyncio.sleep(0.01)
+    codes = {m["id"]: m["error"]["code"] for m in capture.sent if "error" in m}
+    assert codes == dict.fromkeys(range(2, 2 + len(bad)), -32602)

@@ -17,6 +17,7 @@ import re
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -116,11 +117,12 @@ def _deep(n: int) -> bytes:
     return b'{"jsonrpc": "2.0", "id": 1, "method": "x", "params": ' + b"[" * n + b"]" * n + b"}"
 
 
-def messages(seed: int, count: int) -> list[bytes]:
-    """``count`` hostile messages, framed (some deliberately not), from ``seed``."""
+def messages(seed: int, count: int) -> Iterator[bytes]:
+    """``count`` hostile messages, framed (some deliberately not), from ``seed``; made
+    one at a time (a few are 9 MB)."""
     rng = random.Random(seed)
-    out: list[bytes] = []
     for n in range(count):
+        out: list[bytes] = []
         roll = rng.random()
         if roll < 0.55:
             method = rng.choice(KNOWN)
@@ -154,7 +156,7 @@ def messages(seed: int, count: int) -> list[bytes]:
             out.append(frame({"jsonrpc": "2.0", "id": n, "result": _value(rng)}))
         else:
             out.append(frame([{"jsonrpc": "2.0", "id": n, "method": "citeline/status"}]))
-    return out
+        yield from out
 
 
 @dataclass
