@@ -5,6 +5,7 @@ index worker, reindex reports, status."""
 from __future__ import annotations
 
 import asyncio
+import os
 import threading
 import time
 from collections.abc import AsyncIterator, Iterator, Sequence
@@ -103,6 +104,27 @@ async def test_search_merges_every_folder_and_ranks_anew(service: Service, tmp_p
 async def test_a_folder_not_served_is_a_one_line_error(service: Service, tmp_path: Path) -> None:
     with pytest.raises(ServiceError, match="not a documents folder Citeline serves"):
         await service.search("x", 3, tmp_path / "elsewhere")
+
+
+async def test_read_text_reads_only_regular_bounded_files_inside_the_folders(
+    service: Service, tmp_path: Path
+) -> None:
+    garden = tmp_path / "garden"
+    note = garden / "note.md"
+    note.write_bytes(b"Tomatoes \xff need sun.\n")
+    assert await service.read_text(note) == "Tomatoes \ufffd need sun.\n"
+    os.mkfifo(garden / "pipe.md")
+    (garden / "big.md").write_bytes(b"x" * (21 * 1024 * 1024))  # over the 20 MB default
+    refused = {
+        Path("/etc/passwd"): "outside the documents folders",
+        garden / ".." / ".." / "etc" / "passwd": "outside the documents folders",
+        garden / "pipe.md": "not a regular file",
+        garden / "big.md": "over the 20 MB limit",
+        garden / "missing.md": "no such file",
+    }
+    for path, why in refused.items():
+        with pytest.raises(ServiceError, match=why):
+            await asyncio.wait_for(service.read_text(path), 10)
 
 
 async def test_an_ask_goes_to_the_folder_that_holds_the_answer_on_the_right_threads(
