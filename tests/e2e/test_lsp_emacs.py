@@ -70,6 +70,13 @@ async def test_hover_positions_are_utf32_code_points(
     scratch = tmp_path / "scratch.txt"
     line = "🌱" * 10 + " Jupiter has ninety five moons. Which herb is planted next to tomatoes?"
     scratch.write_text(line + "\n", "utf-8")
+    client.text_document_did_open(  # as eglot does: hover reads the editor's text
+        types.DidOpenTextDocumentParams(
+            text_document=types.TextDocumentItem(
+                uri=scratch.as_uri(), language_id="text", version=1, text=line + "\n"
+            )
+        )
+    )
     column = line.index("Which")  # code points: what eglot sends with UTF-32
     hover = await client.text_document_hover_async(
         types.HoverParams(
