@@ -121,3 +121,26 @@ def test_parse_tcp_defaults_to_localhost() -> None:
     for bad in ("http", "host:", "1:99999"):
         with pytest.raises(ValueError):
             transport.parse_tcp(bad)
+
+
+def test_a_client_that_shuts_down_but_leaves_without_exit_is_not_the_end(
+    tmp_path: Path,
+) -> None:
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    run = TcpRun(tmp_path)
+    try:
+        first, _ = run.client(run.token)
+        assert "result" in first.request(2, "shutdown", None, 30)
+        first.close()
+        again, answer = run.client(run.token)
+        assert "capabilities" in answer["result"]
+        again.send({"jsonrpc": "2.0", "method": "initialized", "params": {}})
+        assert again.request(2, "citeline/status", {}, 30)["result"]["folders"] == []
+        assert "result" in again.request(3, "shutdown", None, 30)
+        again.send({"jsonrpc": "2.0", "method": "exit"})
+        run.thread.join(30)
+        assert run.code == 0
+        again.close()
+    finally:
+        run.ls.service.stop(5)
