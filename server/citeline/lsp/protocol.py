@@ -17,7 +17,8 @@ What changes from pygls (``LanguageServerProtocol``):
 - hover's ``citeline`` extension field (which the typed hover params do not carry) is
   kept for the handler (at most a few at a time).
 
-Framing, size and nesting limits are the transport's (``lsp/transport.py``).
+Framing, size and nesting limits are ``lsp/framing.py``'s; the transports are
+``lsp/transport.py`` (stdio) and ``lsp/tcp.py``.
 """
 
 from __future__ import annotations
