@@ -48,6 +48,13 @@ def test_an_index_is_the_embedded_backend_in_its_folder(tmp_path: Path) -> None:
     try:
         assert isinstance(index, EmbeddedIndex) and isinstance(index.vectors, FaissVectorIndex)
         assert index.location == str(tmp_path / "idx")
+        assert index.vectors.choice == "auto"
+    finally:
+        index.close()
+    index = app.open_index(tmp_path / "idx", identity, IndexSettings(vectors="ivf-sq8"))
+    try:
+        assert isinstance(index, EmbeddedIndex) and isinstance(index.vectors, FaissVectorIndex)
+        assert index.vectors.choice == "ivf-sq8"
     finally:
         index.close()
 

@@ -126,3 +126,10 @@ def test_vscode_shows_the_servers_defaults_or_none_where_the_model_decides() -> 
             assert spec["default"] == default, f"{key}: VS Code shows {spec['default']!r}"
         checked += 1
     assert checked >= 15
+
+
+def test_the_vector_index_is_auto_unless_a_known_kind_is_set(tmp_path: Path) -> None:
+    assert load_settings(tmp_path)[0].index.vectors == "auto"
+    (tmp_path / "citeline.toml").write_text('[index]\nvectors = "hnsw"\n')
+    settings, warnings = load_settings(tmp_path, {"index": {"vectors": "annoy"}})
+    assert settings.index.vectors == "hnsw" and len(warnings) == 1 and "annoy" in warnings[0]

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from citeline.backends.embedded import EmbeddedIndex
-from citeline.backends.faiss import FaissVectorIndex
+from citeline.backends.faiss import FaissVectorIndexType
 from citeline.backends.llama.embedder import LlamaEmbedder
 from citeline.backends.llama.generator import LlamaGenerator
 from citeline.backends.llama.reranker import LlamaReranker
@@ -29,7 +29,13 @@ from citeline.core.walking import DocumentFilter
 from citeline.models import minilm, smollm
 from citeline.service.errors import ServiceError
 from citeline.service.workspace import Workspace
-from citeline.settings import EmbeddingSettings, GenerationSettings, RerankingSettings, Settings
+from citeline.settings import (
+    EmbeddingSettings,
+    GenerationSettings,
+    IndexSettings,
+    RerankingSettings,
+    Settings,
+)
 
 log = logging.getLogger(__name__)
 
@@ -71,9 +77,13 @@ def make_reranker(settings: RerankingSettings) -> Reranker | None:
     )
 
 
-def open_index(index_dir: Path, identity: IndexIdentity) -> DocumentIndex:
-    """A folder's index: the embedded backend (SQLite + FAISS) in ``index_dir``."""
-    return EmbeddedIndex(index_dir, identity, FaissVectorIndex)
+def open_index(
+    index_dir: Path, identity: IndexIdentity, settings: IndexSettings | None = None
+) -> DocumentIndex:
+    """A folder's index: the embedded backend (SQLite + FAISS) in ``index_dir``, its
+    vector index of the kind ``[index] vectors`` says (by size unless forced)."""
+    choice = settings.vectors if settings is not None else "auto"
+    return EmbeddedIndex(index_dir, identity, FaissVectorIndexType(choice))
 
 
 @dataclass
@@ -128,7 +138,7 @@ def open_workspace(
     )
     index_dir = settings.index_dir(docs_root)
     try:
-        index = open_index(index_dir, identity)
+        index = open_index(index_dir, identity, settings.index)
     except OSError as exc:
         raise ServiceError(f"cannot open index at {index_dir}: {exc.strerror or exc}") from exc
     ingestor = Ingestor(

@@ -88,10 +88,16 @@ class RecordSettings:
     asks: bool = True  # one JSON line per ask in <index>/asks.jsonl
 
 
+VECTOR_INDEXES = ("auto", "flat", "ivf-sq8", "hnsw")
+
+
 @dataclass(frozen=True)
 class IndexSettings:
     path: str = ""  # empty = <docs>/.citeline
     max_file_mb: float = 20.0
+    # The vector index: "auto" is exact (flat) up to 50,000 chunks and an inverted file
+    # over 8-bit codes (ivf-sq8) above; "flat", "ivf-sq8" or "hnsw" forces one.
+    vectors: str = "auto"
 
 
 @dataclass(frozen=True)
@@ -173,6 +179,12 @@ def merge(base: T, values: Mapping[str, Any], where: str, warnings: list[str]) -
             f" using {base.mode!r}"
         )
         result = dataclasses.replace(result, mode=base.mode)
+    if isinstance(result, IndexSettings) and result.vectors not in VECTOR_INDEXES:
+        warnings.append(
+            f"unknown vector index {result.vectors!r} (known: {', '.join(VECTOR_INDEXES)});"
+            f" using {getattr(base, 'vectors', 'auto')!r}"
+        )
+        result = dataclasses.replace(result, vectors=getattr(base, "vectors", "auto"))
     if isinstance(result, ChunkSettings) and result.overlap_cost >= result.max_cost:
         warnings.append("chunking.overlap_cost must be smaller than max_cost; using defaults")
         return base

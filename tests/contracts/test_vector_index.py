@@ -10,11 +10,16 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from citeline.backends.faiss import FaissVectorIndex
+from citeline.backends.faiss import FaissVectorIndex, FaissVectorIndexType
 from citeline.core.vectors import VectorIndex, VectorIndexType
 from memory import MemoryVectorIndex
 
-TYPES: dict[str, VectorIndexType] = {"faiss": FaissVectorIndex, "memory": MemoryVectorIndex}
+TYPES: dict[str, VectorIndexType] = {
+    "faiss": FaissVectorIndex,  # "auto": flat at these sizes
+    "faiss-ivf-sq8": FaissVectorIndexType("ivf-sq8"),
+    "faiss-hnsw": FaissVectorIndexType("hnsw"),
+    "memory": MemoryVectorIndex,
+}
 
 
 @pytest.fixture(params=list(TYPES))
@@ -74,12 +79,44 @@ def test_saved_and_loaded_it_answers_the_same(kind: VectorIndexType, tmp_path: P
     index = filled(kind)
     path = tmp_path / "vectors"
     index.save(path)
-    assert [p.name for p in tmp_path.iterdir()] == ["vectors"]  # nothing half-written left
+    assert saved_files(tmp_path)  # nothing half-written left
     loaded = kind.load(path, 3)
     assert len(loaded) == 3
     before, after = index.search(unit(1, 0.1, 0), 3), loaded.search(unit(1, 0.1, 0), 3)
     assert [i for i, _ in after] == [i for i, _ in before]
     assert [s for _, s in after] == pytest.approx([s for _, s in before])
+
+
+def saved_files(folder: Path) -> list[str]:
+    """The files a save left: ``vectors`` and its own companions, nothing temporary."""
+    names = sorted(p.name for p in folder.iterdir())
+    assert "vectors" in names
+    assert all(n == "vectors" or n.startswith("vectors.") for n in names), names
+    assert not any(n.endswith(".tmp") for n in names), names
+    return names
+
+
+def test_changes_saved_again_load_as_they_are_and_leave_no_stale_files(
+    kind: VectorIndexType, tmp_path: Path
+) -> None:
+    path = tmp_path / "vectors"
+    index = filled(kind)
+    index.save(path)
+    for round_ in range(4):  # remove one, add another, save: as file edits do
+        index.remove([10] if round_ == 0 else [99 + round_])
+        index.add(np.array([100 + round_], dtype=np.int64), unit(1, 2, round_).reshape(1, -1))
+        index.save(path)
+    loaded = kind.load(path, 3)
+    assert len(loaded) == len(index) == 3
+    query = unit(1, 2, 3)
+    assert [i for i, _ in loaded.search(query, 5)] == [i for i, _ in index.search(query, 5)]
+    assert loaded.similarity(query, [100, 103, 20]) == pytest.approx(
+        index.similarity(query, [100, 103, 20])
+    )
+    first = saved_files(tmp_path)
+    for _ in range(3):
+        kind.load(path, 3).save(path)
+    assert len(saved_files(tmp_path)) <= len(first)  # saving again does not pile up files
 
 
 def test_a_missing_damaged_or_foreign_file_does_not_load(

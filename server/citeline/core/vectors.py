@@ -51,7 +51,10 @@ class VectorIndex(Protocol):
         ...
 
     def save(self, path: Path) -> None:
-        """Write the index to ``path``, atomically (a reader sees the old or the new file)."""
+        """Write the index to ``path``, atomically (a reader sees the old or the new
+        index).  An implementation may keep companion files named ``<path>.*`` beside
+        it (and remove those it no longer uses), and may write only what changed
+        since it was loaded or last saved."""
         ...
 
 

@@ -1,0 +1,357 @@
+"""The :class:`~citeline.core.vectors.VectorIndex` on FAISS: a base and a log.
+
+Vector ids are chunk ids; vectors are L2-normalised, so inner product is cosine.
+
+What is saved is a *base* (``kinds.Base``: one FAISS index of the kind the size calls
+for, never modified once written) and a *log* of what was added and removed since.
+Loading maps the base into memory (nothing is read until a search needs it) and
+replays the log: added vectors go to a small exact *delta* index, removed base
+vectors become *tombstones* that base searches skip (an ``IDSelector``).  A search
+asks both and merges.  So saving an edit appends a few kilobytes instead of
+writing the whole index, opening a folder costs milliseconds at 100k vectors, and
+HNSW, which cannot remove ids, can be used.  When the log holds more than
+:data:`LOG_SHARE` of the base (at least :data:`LOG_MIN` entries), or the size calls
+for another kind, :meth:`FaissVectorIndex.save` writes a new base (*compaction*).
+A small index (under :data:`LOG_MIN` vectors, flat) lives in its log alone.
+
+Files, for ``save(path)``: ``path`` itself is a small JSON *head* naming the base
+and the log and how many log bytes are valid (replaced atomically, so a reader
+sees the old or the new index); ``<path>.<token>.base``, ``.ids.npy``,
+``.vectors.npy`` (ivf-sq8) and ``.log`` belong to it.  A new base gets a new
+token, and the files of older tokens are deleted once the head no longer names
+them (a process that has them mapped keeps reading them).  Before appending, a
+save checks that the head on disk is still the one it loaded or wrote; when
+another process replaced it, the save writes a whole new base instead.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import secrets
+import struct
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import faiss
+import numpy as np
+
+from citeline.backends.faiss import kinds
+from citeline.core.embedding import FloatMatrix
+from citeline.core.vectors import IdArray
+
+log = logging.getLogger(__name__)
+
+LOG_MIN = 4096
+LOG_SHARE = 0.10
+
+_FORMAT = "citeline-vectors/1"
+_ADD, _REMOVE = b"A", b"R"
+_RECORD = struct.Struct("<cI")  # operation, count; then ids (int64), vectors (float32)
+_Record = tuple[bytes, IdArray, FloatMatrix | None]
+_faiss: Any = faiss  # its bundled type stubs lag its API
+
+
+def _exact_delta(dimension: int) -> Any:
+    return _faiss.IndexIDMap2(_faiss.IndexFlatIP(dimension))
+
+
+class FaissVectorIndex:
+    """A memory-mapped base of any kind, plus what changed since: an exact delta and
+    tombstones.  ``choice``: ``auto`` (by size) or a kind to force."""
+
+    def __init__(self, dimension: int, choice: str = "auto") -> None:
+        if choice not in kinds.CHOICES:
+            raise ValueError(f"unknown vector index {choice!r} (known: {', '.join(kinds.CHOICES)})")
+        self._dimension = dimension
+        self.choice = choice
+        self._base = kinds.empty_base(dimension)
+        self._delta = _exact_delta(dimension)
+        self._dead: set[int] = set()  # base ids removed since the base was written
+        self._skip: Any = None  # the IDSelector over _dead, made when first searched
+        self._pending: list[_Record] = []  # changes not yet in the saved log
+        self._head: dict[str, Any] | None = None  # the head loaded or last written
+        self._log_entries = 0  # ids in the saved log and the pending changes
+
+    # -- VectorIndexType --------------------------------------------------------------
+
+    @classmethod
+    def empty(cls, dimension: int) -> FaissVectorIndex:
+        return cls(dimension)
+
+    @classmethod
+    def load(cls, path: Path, dimension: int, choice: str = "auto") -> FaissVectorIndex:
+        head = _read_head(path)
+        if head.get("dimension") != dimension:
+            raise ValueError(
+                f"vector index {path} has dimension {head.get('dimension')}, not {dimension}"
+            )
+        index = cls(dimension, choice)
+        index._base = _read_base(path.parent, head, dimension)
+        index._replay(path.parent / head["log"], int(head["log_bytes"]))
+        index._head = head
+        return index
+
+    # -- what it holds ----------------------------------------------------------------
+
+    @property
+    def dimension(self) -> int:
+        return self._dimension
+
+    @property
+    def kind(self) -> str:
+        """The kind of the base (``flat`` until a base of another kind is written)."""
+        return self._base.kind
+
+    def __len__(self) -> int:
+        return len(self._base) - len(self._dead) + int(self._delta.ntotal)
+
+    def add(self, ids: IdArray, vectors: FloatMatrix) -> None:
+        if not len(ids):
+            return
+        ids = np.ascontiguousarray(ids, dtype=np.int64)
+        vectors = np.ascontiguousarray(vectors, dtype=np.float32).reshape(len(ids), -1)
+        self._delta.add_with_ids(vectors, ids)
+        self._pending.append((_ADD, ids, vectors))
+        self._log_entries += len(ids)
+
+    def remove(self, ids: Sequence[int]) -> None:
+        if not len(ids):
+            return
+        wanted = np.asarray(ids, dtype=np.int64)
+        self._remove(wanted)
+        self._pending.append((_REMOVE, wanted, None))
+        self._log_entries += len(wanted)
+
+    def _remove(self, ids: IdArray) -> None:
+        if self._delta.ntotal:
+            self._delta.remove_ids(ids)
+        rows = self._base.rows(ids)
+        dead = {int(i) for i, row in zip(ids, rows, strict=True) if row >= 0} - self._dead
+        if dead:
+            self._dead |= dead
+            self._skip = None
+
+    # -- reading ----------------------------------------------------------------------
+
+    def search(self, query: FloatMatrix, k: int) -> list[tuple[int, float]]:
+        if len(self) == 0 or k <= 0:
+            return []
+        query = np.ascontiguousarray(query, dtype=np.float32).reshape(1, -1)
+        found = []
+        if len(self._base) > len(self._dead):
+            found = self._base.search(query, k, self._skipping())
+        if self._delta.ntotal:
+            scores, ids = self._delta.search(query, min(k, int(self._delta.ntotal)))
+            fresh = [(int(i), float(s)) for i, s in zip(ids[0], scores[0], strict=True) if i != -1]
+            # sorted() is stable: on a tie the base's hit comes first
+            found = sorted(found + fresh, key=lambda item: -item[1]) if found else fresh
+        return found[:k]
+
+    def similarity(self, query: FloatMatrix, ids: Sequence[int]) -> dict[int, float]:
+        out: dict[int, float] = {}
+        if not len(ids):
+            return out
+        q = np.asarray(query, dtype=np.float32).reshape(-1)
+        rows = self._base.rows(ids)
+        for chunk_id, row in zip(ids, rows, strict=True):
+            key = int(chunk_id)
+            if self._delta.ntotal:
+                with contextlib.suppress(RuntimeError):  # RuntimeError: not in the delta
+                    out[key] = float(np.dot(self._delta.reconstruct(key), q))
+                    continue
+            if row >= 0 and key not in self._dead:
+                out[key] = float(np.dot(self._base.vectors[row], q))
+        return out
+
+    def _skipping(self) -> Any:
+        if not self._dead:
+            return None
+        if self._skip is None:
+            batch = _faiss.IDSelectorBatch(np.fromiter(self._dead, dtype=np.int64))
+            self._skip = _faiss.IDSelectorNot(batch)
+            self._skip.referenced = batch  # the outer selector keeps the inner one alive
+        return self._skip
+
+    # -- saving -----------------------------------------------------------------------
+
+    def save(self, path: Path) -> None:
+        """Append what changed to the log, or write a new base when one is due."""
+        head = self._head
+        if head is None or _read_head_or_none(path) != head or self._compaction_due():
+            self._compact(path)
+            return
+        if not self._pending:
+            return
+        head = dict(head)
+        with open(path.parent / head["log"], "r+b") as handle:
+            handle.truncate(int(head["log_bytes"]))  # drop what a crash left half-written
+            handle.seek(int(head["log_bytes"]))
+            for record in self._pending:
+                handle.write(_encode(record))
+            head["log_bytes"] = handle.tell()
+        _write_head(path, head)
+        self._head = head
+        self._pending = []
+
+    def _compaction_due(self) -> bool:
+        if kinds.wanted_kind(self.choice, len(self), self._base.kind) != self._base.kind:
+            return True
+        return self._log_entries > max(LOG_MIN, LOG_SHARE * len(self._base))
+
+    def _compact(self, path: Path) -> None:
+        started = time.perf_counter()
+        ids, vectors = self._contents()
+        kind = kinds.wanted_kind(self.choice, len(ids), self._base.kind)
+        token = secrets.token_hex(6)
+        prefix = f"{path.name}.{token}"
+        head: dict[str, Any] = {
+            "format": _FORMAT,
+            "kind": kind,
+            "dimension": self._dimension,
+            "token": token,
+            "base": None,
+            "count": 0,
+            "log": f"{prefix}.log",
+        }
+        if len(ids) and not (kind == kinds.FLAT and len(ids) < LOG_MIN):
+            kinds.write_base(
+                kinds.build_base(kind, ids, vectors, self._dimension), path.parent, prefix
+            )
+            head["base"], head["count"] = prefix, len(ids)
+            ids, vectors = ids[:0], vectors[:0]  # nothing left for the log
+        with open(path.parent / head["log"], "wb") as handle:
+            if len(ids):  # a small flat index lives in its log
+                handle.write(_encode((_ADD, ids, vectors)))
+            head["log_bytes"] = handle.tell()
+        _write_head(path, head)
+        _remove_other_tokens(path, token)
+        # Carry on from what was written: the base mapped, the log in the delta.
+        self._base = _read_base(path.parent, head, self._dimension)
+        self._delta = _exact_delta(self._dimension)
+        if len(ids):
+            self._delta.add_with_ids(vectors, ids)
+        self._dead, self._skip, self._pending = set(), None, []
+        self._log_entries = len(ids)
+        self._head = head
+        if head["base"]:
+            log.info(
+                "vector index: wrote a %s base of %d vectors in %.2f s",
+                kind,
+                head["count"],
+                time.perf_counter() - started,
+            )
+
+    def _contents(self) -> tuple[IdArray, FloatMatrix]:
+        """Every (id, vector) held now: the live base rows, then the delta's."""
+        base = self._base
+        keep = np.ones(len(base), dtype=bool)
+        if self._dead:
+            keep &= ~np.isin(base.ids, np.fromiter(self._dead, dtype=np.int64))
+        all_ids = [np.asarray(base.ids)[keep]]
+        all_vectors = [np.asarray(base.vectors)[keep]]
+        if self._delta.ntotal:
+            delta_ids = _faiss.vector_to_array(self._delta.id_map).astype(np.int64)
+            all_ids.append(delta_ids)
+            all_vectors.append(
+                kinds.flat_vectors(self._delta.index, len(delta_ids), self._dimension)
+            )
+        return np.concatenate(all_ids), np.concatenate(all_vectors).astype(np.float32)
+
+    # -- the log ----------------------------------------------------------------------
+
+    def _replay(self, log_path: Path, length: int) -> None:
+        with open(log_path, "rb") as handle:
+            data = handle.read(length)
+        if len(data) != length:
+            raise ValueError(f"vector log {log_path} is shorter than its head says")
+        at, d = 0, self._dimension
+        try:
+            while at < length:
+                op, count = _RECORD.unpack_from(data, at)
+                at += _RECORD.size
+                ids = np.frombuffer(data, dtype=np.int64, count=count, offset=at)
+                at += 8 * count
+                if op == _ADD:
+                    rows = np.frombuffer(data, dtype=np.float32, count=count * d, offset=at)
+                    at += 4 * count * d
+                    self._delta.add_with_ids(rows.reshape(count, d), ids)
+                elif op == _REMOVE:
+                    self._remove(ids)
+                else:
+                    raise ValueError(f"unknown record {op!r}")
+                self._log_entries += count
+        except (struct.error, ValueError) as exc:
+            raise ValueError(f"vector log {log_path} is damaged: {exc}") from exc
+
+
+class FaissVectorIndexType:
+    """:class:`~citeline.core.vectors.VectorIndexType` for one ``[index] vectors`` choice."""
+
+    def __init__(self, choice: str = "auto") -> None:
+        if choice not in kinds.CHOICES:
+            raise ValueError(f"unknown vector index {choice!r} (known: {', '.join(kinds.CHOICES)})")
+        self.choice = choice
+
+    def empty(self, dimension: int) -> FaissVectorIndex:
+        return FaissVectorIndex(dimension, self.choice)
+
+    def load(self, path: Path, dimension: int) -> FaissVectorIndex:
+        return FaissVectorIndex.load(path, dimension, self.choice)
+
+
+# -- files --------------------------------------------------------------------------
+
+
+def _encode(record: _Record) -> bytes:
+    op, ids, vectors = record
+    parts = [_RECORD.pack(op, len(ids)), np.ascontiguousarray(ids, dtype=np.int64).tobytes()]
+    if vectors is not None:
+        parts.append(np.ascontiguousarray(vectors, dtype=np.float32).tobytes())
+    return b"".join(parts)
+
+
+def _read_head(path: Path) -> dict[str, Any]:
+    if not path.is_file():
+        raise FileNotFoundError(f"no vector index at {path}")
+    try:
+        head = json.loads(path.read_bytes().decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ValueError(f"unreadable vector index {path}: {exc}") from exc
+    if not isinstance(head, dict) or head.get("format") != _FORMAT:
+        raise ValueError(f"vector index {path} is of another format")
+    if head.get("kind") not in kinds.KINDS:
+        raise ValueError(f"vector index {path} has an unknown kind {head.get('kind')!r}")
+    return head
+
+
+def _read_head_or_none(path: Path) -> dict[str, Any] | None:
+    try:
+        return _read_head(path)
+    except (OSError, ValueError):
+        return None
+
+
+def _write_head(path: Path, head: dict[str, Any]) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(head))
+    os.replace(tmp, path)
+
+
+def _read_base(folder: Path, head: dict[str, Any], dimension: int) -> kinds.Base:
+    if not head.get("base"):
+        return kinds.empty_base(dimension, head["kind"])
+    return kinds.read_base(folder, str(head["base"]), head["kind"], dimension)
+
+
+def _remove_other_tokens(path: Path, token: str) -> None:
+    """Delete the bases and logs of tokens other than ``token`` (``<path>.<token>.*``)."""
+    for other in path.parent.glob(f"{path.name}.*.*"):
+        parts = other.name[len(path.name) + 1 :].split(".")
+        if len(parts[0]) == 12 and parts[0] != token and parts[-1] in ("base", "log", "npy"):
+            with contextlib.suppress(OSError):
+                other.unlink()

@@ -1,0 +1,232 @@
+"""The kinds of FAISS index a base can be, which one a size calls for, and a base:
+an index written once and memory-mapped when it is read.
+
+- ``flat``: every vector scored, exactly (``IndexIDMap2`` over ``IndexFlatIP``).
+- ``ivf-sq8``: an inverted file over 8-bit scalar-quantized codes (about 4·√n lists,
+  ``nprobe`` about 2.5% of them); its candidates (twice as many as wanted, at least
+  100) are scored again exactly from the float vectors kept beside it, so the scores
+  it returns are exact cosines and only the candidate set is approximate.
+- ``hnsw``: a graph over the float vectors (``IndexHNSWFlat``, M = 32); exact scores,
+  approximate candidates; it cannot remove ids, so removals are tombstones (see
+  ``index.py``) until the next base.
+
+``auto`` is ``flat`` below :data:`FLAT_MAX` vectors and ``ivf-sq8`` above: measured
+with ``benchmarks/vectors.py`` (recall@10 against exact, latency, memory and build
+time at 100k and 1M vectors; docs/performance.md).  IVF removes ids and builds in
+a fraction of HNSW's time, at a quarter of its memory.
+
+Searches run on one OpenMP thread: a single query gains nothing from more, and
+FAISS's own OpenMP threads spin at their barriers, so one busy process on 2 cores
+made a flat search at 100k take 111 ms instead of 14.  Building a base uses every
+core (:func:`all_cores`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import os
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import faiss
+import numpy as np
+import numpy.typing as npt
+
+from citeline.core.embedding import FloatMatrix
+from citeline.core.vectors import IdArray
+
+FLAT = "flat"
+IVF_SQ8 = "ivf-sq8"
+HNSW = "hnsw"
+KINDS = (FLAT, IVF_SQ8, HNSW)
+CHOICES = ("auto", *KINDS)
+
+#: ``auto`` keeps the exact flat index below this many vectors and takes ``ivf-sq8``
+#: from here; an ``ivf-sq8`` index goes back to flat below half of it.
+FLAT_MAX = 50_000
+IVF_LISTS_PER_ROOT = 4
+IVF_PROBE_SHARE = 0.025
+IVF_MIN_PROBES = 16
+IVF_TRAIN_PER_LIST = 40  # training points per list (FAISS wants at least 39)
+APPROXIMATE_CANDIDATES = 2  # candidates per wanted hit, scored again exactly
+APPROXIMATE_MIN_CANDIDATES = 100
+HNSW_M = 32
+HNSW_EF_CONSTRUCTION = 64
+HNSW_EF_SEARCH = 128
+
+# FAISS's bundled type stubs lag its API (search parameters, downcasts): use it untyped.
+_faiss: Any = faiss
+_faiss.omp_set_num_threads(1)
+
+
+def wanted_kind(choice: str, count: int, current: str | None = None) -> str:
+    """The kind of base for ``count`` vectors: ``choice`` unless it is ``auto``."""
+    if choice != "auto":
+        return choice
+    if current == IVF_SQ8 and count >= FLAT_MAX // 2:
+        return IVF_SQ8  # a folder near the limit does not flip between kinds
+    return IVF_SQ8 if count >= FLAT_MAX else FLAT
+
+
+def ivf_lists(count: int) -> int:
+    """Inverted lists for ``count`` vectors: ~4·√n, with enough points to train each."""
+    return max(1, min(int(IVF_LISTS_PER_ROOT * math.sqrt(count)), count // 39))
+
+
+def ivf_probes(lists: int) -> int:
+    return min(lists, max(IVF_MIN_PROBES, math.ceil(IVF_PROBE_SHARE * lists)))
+
+
+@contextlib.contextmanager
+def all_cores() -> Iterator[None]:
+    """FAISS on every core this process may use, then back to one."""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cores = os.cpu_count() or 1
+    _faiss.omp_set_num_threads(max(cores, 1))
+    try:
+        yield
+    finally:
+        _faiss.omp_set_num_threads(1)
+
+
+def flat_vectors(flat: Any, count: int, dimension: int) -> npt.NDArray[np.float32]:
+    """The float vectors an ``IndexFlat`` holds (a view: no copy, mapped if it is)."""
+    if count == 0:
+        return np.zeros((0, dimension), dtype=np.float32)
+    raw = _faiss.rev_swig_ptr(_faiss.downcast_index(flat).get_xb(), count * dimension)
+    return np.frombuffer(raw, dtype=np.float32).reshape(count, dimension)
+
+
+class Base:
+    """An index written once: its FAISS index, its ids (in index order) and vectors."""
+
+    def __init__(
+        self, kind: str, index: Any, ids: IdArray, vectors: npt.NDArray[np.float32]
+    ) -> None:
+        self.kind = kind
+        self.index = index
+        self.ids = ids
+        self.vectors = vectors  # row i is the vector of ids[i]
+        self._order: IdArray | None = None
+        self._sorted: IdArray | None = None
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def rows(self, ids: Sequence[int] | IdArray) -> IdArray:
+        """Each id's row here, or -1 when it is not here."""
+        wanted = np.asarray(ids, dtype=np.int64)
+        if len(self.ids) == 0 or not len(wanted):
+            return np.full(len(wanted), -1, dtype=np.int64)
+        if self._order is None or self._sorted is None:
+            self._order = np.argsort(self.ids, kind="stable")
+            self._sorted = np.asarray(self.ids[self._order])
+        at = np.minimum(np.searchsorted(self._sorted, wanted), len(self._sorted) - 1)
+        return np.where(self._sorted[at] == wanted, self._order[at], -1)
+
+    def search(self, query: FloatMatrix, k: int, skip: Any) -> list[tuple[int, float]]:
+        """(id, exact cosine) of the best ``k``, best first; ``skip``: an IDSelector of
+        ids to pass over, or None."""
+        if len(self.ids) == 0:
+            return []
+        want = k
+        if self.kind == IVF_SQ8:
+            want = max(APPROXIMATE_CANDIDATES * k, APPROXIMATE_MIN_CANDIDATES)
+        want = min(want, len(self.ids))
+        params: Any = None
+        if self.kind == IVF_SQ8:
+            params = _faiss.SearchParametersIVF()
+            params.nprobe = ivf_probes(self.index.nlist)
+        elif self.kind == HNSW:
+            params = _faiss.SearchParametersHNSW()
+            params.efSearch = max(HNSW_EF_SEARCH, want)
+        elif skip is not None:
+            params = _faiss.SearchParameters()
+        if skip is not None:
+            params.sel = skip
+        scores, ids = self.index.search(query, want, params=params)
+        found = [(int(i), float(s)) for i, s in zip(ids[0], scores[0], strict=True) if i != -1]
+        if self.kind == IVF_SQ8 and found:  # quantized scores: score the candidates exactly
+            exact = self.vectors[self.rows([i for i, _ in found])] @ query.reshape(-1)
+            found = [(i, float(s)) for (i, _), s in zip(found, exact, strict=True)]
+            found.sort(key=lambda item: -item[1])
+        return found[:k]
+
+
+def empty_base(dimension: int, kind: str = FLAT) -> Base:
+    """No vectors; ``kind`` is what the index was asked to be."""
+    return Base(
+        kind,
+        _faiss.IndexIDMap2(_faiss.IndexFlatIP(dimension)),
+        np.zeros(0, dtype=np.int64),
+        np.zeros((0, dimension), dtype=np.float32),
+    )
+
+
+def build_base(kind: str, ids: IdArray, vectors: FloatMatrix, dimension: int) -> Base:
+    """A new base of ``kind`` holding ``vectors`` (rows) under ``ids``, in memory."""
+    vectors = np.ascontiguousarray(vectors, dtype=np.float32)
+    ids = np.ascontiguousarray(ids, dtype=np.int64)
+    count = len(ids)
+    index: Any
+    with all_cores():
+        if kind == FLAT:
+            index = _faiss.IndexIDMap2(_faiss.IndexFlatIP(dimension))
+            index.add_with_ids(vectors, ids)
+        elif kind == HNSW:
+            graph = _faiss.IndexHNSWFlat(dimension, HNSW_M, _faiss.METRIC_INNER_PRODUCT)
+            graph.hnsw.efConstruction = HNSW_EF_CONSTRUCTION
+            index = _faiss.IndexIDMap2(graph)
+            index.add_with_ids(vectors, ids)
+        elif kind == IVF_SQ8:
+            lists = ivf_lists(count)
+            quantizer = _faiss.IndexFlatIP(dimension)
+            index = _faiss.IndexIVFScalarQuantizer(
+                quantizer, dimension, lists, _faiss.ScalarQuantizer.QT_8bit,
+                _faiss.METRIC_INNER_PRODUCT,
+            )  # fmt: skip
+            index.cp.seed = 1234
+            sample = min(count, IVF_TRAIN_PER_LIST * lists)
+            rng = np.random.default_rng(1234)
+            index.train(vectors[np.sort(rng.choice(count, sample, replace=False))])
+            index.add_with_ids(vectors, ids)
+        else:
+            raise ValueError(f"unknown vector index kind {kind!r}")
+    return Base(kind, index, ids, vectors)
+
+
+def write_base(base: Base, folder: Path, prefix: str) -> None:
+    """``<prefix>.base`` (the FAISS index), ``.ids.npy`` and, for ivf-sq8, ``.vectors.npy``."""
+    _faiss.write_index(base.index, str(folder / f"{prefix}.base"))
+    np.save(folder / f"{prefix}.ids.npy", base.ids)
+    if base.kind == IVF_SQ8:
+        np.save(folder / f"{prefix}.vectors.npy", base.vectors)
+
+
+def read_base(folder: Path, prefix: str, kind: str, dimension: int) -> Base:
+    """The base written as ``prefix``, memory-mapped: nothing is read until searched."""
+    name = folder / f"{prefix}.base"
+    if not name.is_file():
+        raise FileNotFoundError(f"vector index base {name} is missing")
+    flags = _faiss.IO_FLAG_MMAP if kind == IVF_SQ8 else _faiss.IO_FLAG_MMAP_IFC
+    try:
+        index: Any = _faiss.read_index(str(name), flags | _faiss.IO_FLAG_READ_ONLY)
+    except RuntimeError as exc:  # FAISS reports a damaged file this way
+        raise ValueError(f"unreadable vector index {name}: {exc}") from exc
+    if index.d != dimension:
+        raise ValueError(f"vector index {name} has dimension {index.d}, not {dimension}")
+    ids = np.load(folder / f"{prefix}.ids.npy", mmap_mode="r")
+    if len(ids) != index.ntotal:
+        raise ValueError(f"vector index {name} and its ids disagree")
+    if kind == IVF_SQ8:
+        vectors = np.load(folder / f"{prefix}.vectors.npy", mmap_mode="r")
+    else:
+        storage = index.index if kind == FLAT else _faiss.downcast_index(index.index).storage
+        vectors = flat_vectors(storage, int(index.ntotal), dimension)
+    if vectors.shape != (len(ids), dimension):
+        raise ValueError(f"vector index {name} and its vectors disagree")
+    return Base(kind, index, ids, vectors)

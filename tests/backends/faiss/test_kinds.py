@@ -1,0 +1,48 @@
+"""Which kind of FAISS index a size calls for, and bases written and mapped again."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from citeline.backends.faiss import kinds
+from citeline.backends.faiss.index import FaissVectorIndexType
+from citeline.backends.faiss.kinds import wanted_kind
+
+
+def test_auto_is_flat_up_to_the_limit_then_ivf_sq8_with_hysteresis() -> None:
+    limit = kinds.FLAT_MAX
+    assert wanted_kind("auto", limit - 1) == "flat"
+    assert wanted_kind("auto", limit) == "ivf-sq8"
+    assert wanted_kind("auto", limit // 2, current="ivf-sq8") == "ivf-sq8"
+    assert wanted_kind("auto", limit // 2 - 1, current="ivf-sq8") == "flat"
+    assert wanted_kind("hnsw", 10) == "hnsw" and wanted_kind("flat", 10**7) == "flat"
+    with pytest.raises(ValueError):
+        FaissVectorIndexType("annoy")
+
+
+def test_ivf_lists_and_probes_follow_the_size() -> None:
+    assert kinds.ivf_lists(100_000) == 1264 and kinds.ivf_probes(1264) == 32
+    assert kinds.ivf_lists(1_000_000) == 4000 and kinds.ivf_probes(4000) == 100
+    assert kinds.ivf_lists(10) == 1 and kinds.ivf_probes(1) == 1
+
+
+@pytest.mark.parametrize("kind", kinds.KINDS)
+def test_a_base_read_back_is_mapped_and_answers_as_built(kind: str, tmp_path: Path) -> None:
+    rng = np.random.default_rng(3)
+    vectors = rng.standard_normal((400, 8)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    ids = np.arange(400, dtype=np.int64) * 5
+    built = kinds.build_base(kind, ids, vectors, 8)
+    kinds.write_base(built, tmp_path, "b")
+    read = kinds.read_base(tmp_path, "b", kind, 8)
+    assert len(read) == 400 and read.kind == kind
+    assert isinstance(read.ids, np.memmap)  # mapped, not read
+    assert read.rows([5, 6, 1995]).tolist() == [1, -1, 399]
+    np.testing.assert_array_equal(np.asarray(read.vectors), vectors)
+    best = read.search(vectors[7:8], 3, None)
+    assert best[0][0] == 35 and best[0][1] == pytest.approx(1.0, abs=1e-5)
+    with pytest.raises(ValueError):
+        kinds.read_base(tmp_path, "b", kind, 9)
