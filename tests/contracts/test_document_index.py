@@ -196,6 +196,7 @@ def test_errors_touches_and_removal(open_index: Opener) -> None:
     assert index.file_errors() == [("scan.pdf", "PDF has no text layer (scanned?)")]
     assert index.counts() == IndexCounts(1, 1)  # a file in error is not counted
     assert (index.files()["a.md"].size, index.files()["a.md"].mtime_ns) == (99, 12345)
+    assert index.files(["a.md", "nope.md"]) == {"a.md": index.files()["a.md"]}  # only those
     with index.writing():
         removed = index.remove_files(["a.md", "scan.pdf"])
         index.prune_vectors()

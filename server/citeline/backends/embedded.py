@@ -134,8 +134,8 @@ class EmbeddedIndex:
 
     # -- reading ----------------------------------------------------------------------
 
-    def files(self) -> dict[str, FileRecord]:
-        return self.store.files()
+    def files(self, paths: Iterable[str] | None = None) -> dict[str, FileRecord]:
+        return self.store.files(paths)
 
     def file_errors(self) -> list[tuple[str, str]]:
         return self.store.file_errors()

@@ -22,7 +22,7 @@ import logging
 from collections.abc import Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 from citeline.core import keywords
 from citeline.core.chunking import ChunkSettings
@@ -53,8 +53,9 @@ class IndexIdentity:
         return f"{self.chunking.fingerprint()}:{keywords.VERSION}"
 
 
-@dataclass(frozen=True)
-class FileRecord:
+class FileRecord(NamedTuple):
+    """A document as last indexed (a named tuple: an index reads thousands at once)."""
+
     id: int
     path: str
     kind: str
@@ -131,7 +132,9 @@ class DocumentIndex(Protocol):
         """Pick up changes another process committed."""
         ...
 
-    def files(self) -> dict[str, FileRecord]: ...
+    def files(self, paths: Iterable[str] | None = None) -> dict[str, FileRecord]:
+        """Every document's record by path, or only those of ``paths`` that it holds."""
+        ...
 
     def file_errors(self) -> list[tuple[str, str]]:
         """(path, one-line error) of the documents that could not be loaded, by path."""

@@ -45,6 +45,7 @@ class Plan:
     to_check: list[tuple[str, Path]]  # new, or size/mtime changed
     to_remove: list[str]
     unchanged: int
+    whole: bool = True  # the whole folder was compared (not only some paths)
 
     @property
     def empty(self) -> bool:
@@ -89,12 +90,13 @@ def plan_changes(
     ``only`` limits the plan to some relative paths (a saved file, a watcher
     batch); paths among them that are no longer documents are planned for removal.
     """
-    known = index.files()
     if only is None:
+        known = index.files()
         present = dict(documents.walk())
         gone = [p for p in known if p not in present]
     else:
         wanted = set(only)
+        known = index.files(wanted)  # a saved file costs its own record, not the folder's
         verdicts = {rel: documents.check(rel) for rel in sorted(wanted)}
         if None in verdicts.values():  # through a symlinked folder: only a walk can tell
             present = {rel: path for rel, path in documents.walk() if rel in wanted}
@@ -104,7 +106,12 @@ def plan_changes(
     to_check = [
         (rel, path) for rel, path in present.items() if not _same_stat(known.get(rel), path)
     ]
-    return Plan(to_check=to_check, to_remove=sorted(gone), unchanged=len(present) - len(to_check))
+    return Plan(
+        to_check=to_check,
+        to_remove=sorted(gone),
+        unchanged=len(present) - len(to_check),
+        whole=only is None,
+    )
 
 
 def _same_stat(record: FileRecord | None, path: Path) -> bool:
@@ -188,7 +195,7 @@ class Ingestor:
         report = IngestReport()
         with self.index.writing():
             plan = plan if plan is not None else plan_changes(self.index, self.documents)
-            known = self.index.files()
+            known = self.index.files([rel for rel, _ in plan.to_check])
             total = len(plan.to_check)
             done = 0
             batch: list[_Prepared] = []
@@ -220,7 +227,8 @@ class Ingestor:
                 removed = self.index.remove_files(plan.to_remove)
                 report.removed += len(removed)
                 report.files_removed += len(plan.to_remove)
-            self.index.prune_vectors()
+            if plan.whole:  # not for a saved file: a whole-folder update is often enough
+                self.index.prune_vectors()
         self.report(report)
         report.seconds = time.perf_counter() - started
         return report

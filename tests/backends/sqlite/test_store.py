@@ -50,6 +50,18 @@ def test_replace_file_swaps_chunks_and_bumps_generation(tmp_path: Path) -> None:
     assert set(store.vectors_for_keys(["k1", "k2", "k3"], 4)) == {"k1", "k2"}
     assert store.prune_vectors(older_than_seconds=-1) == 1
     assert set(store.vectors_for_keys(["k1", "k2"], 4)) == {"k1"}
+    store.replace_file(
+        path="a.md",
+        kind="markdown",
+        title="T",
+        content_hash="h3",
+        size=1,
+        mtime_ns=3,
+        chunks=[],
+        new_vectors={},
+    )
+    assert store.prune_vectors(older_than_seconds=-1) == 0  # pruned within the hour
+    assert store.prune_vectors(older_than_seconds=-1, every_seconds=0) == 1
 
 
 def test_failed_transaction_leaves_old_version(tmp_path: Path) -> None:
