@@ -272,3 +272,18 @@ def test_pdf_running_lines_are_left_out_with_a_note(
     assert path == "guide.pdf" and "left out 8 running header/footer line(s)" in note
     assert ws.status().to_json()["notes"] == [{"path": "guide.pdf", "message": note}]
     ws.close()
+
+
+def test_between_runs_after_each_file_read_and_each_model_call(
+    docs: Path, embedder: CountingEmbedder
+) -> None:
+    ws = open_ws(docs, embedder)
+    ws.ingestor.embed_chunks = 2  # texts per model call, as the daemon sets it
+    calls: list[int] = []  # texts embedded so far, at each call
+    report = ws.update(between=lambda: calls.append(embedder.embedded))
+    assert report.embedded > 4
+    files_read = report.files_changed
+    model_calls = -(-report.embedded // 2)  # one batch here: ceil(embedded / 2) calls
+    assert len(calls) == files_read + model_calls
+    steps = sorted(set(calls))
+    assert all(b - a <= 2 for a, b in zip(steps, steps[1:], strict=False))  # 2 texts a call

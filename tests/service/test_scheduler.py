@@ -39,6 +39,7 @@ class FakeWorkspace:
         paths: list[str] | None = None,
         progress: Callable[[int, int, str], None] | None = None,
         cancelled: Callable[[], bool] | None = None,
+        between: Callable[[], None] | None = None,
     ) -> IngestReport:
         self.thread = threading.current_thread().name
         self.batches.append(None if paths is None else sorted(paths))

@@ -39,6 +39,10 @@ log = logging.getLogger(__name__)
 ProgressCallback = Callable[[int, int, str], None]
 """Called with (files done, files to do, path just done)."""
 
+Between = Callable[[], None]
+"""Called between the steps of a run (after each file is read, after each model call),
+so the caller can let other work in: the daemon runs queued searches there."""
+
 
 @dataclass(frozen=True)
 class Plan:
@@ -150,13 +154,15 @@ class Ingestor:
         *,
         max_file_bytes: int = 20 * 1024 * 1024,
         batch_chunks: int = 64,
+        embed_chunks: int | None = None,
     ) -> None:
         self.index = index
         self.documents = documents
         self.embedder = embedder
         self.chunking = chunking
         self.max_file_bytes = max_file_bytes
-        self.batch_chunks = batch_chunks
+        self.batch_chunks = batch_chunks  # chunks read before they are embedded and committed
+        self.embed_chunks = embed_chunks  # texts per model call (None: batch_chunks)
 
     def update(
         self,
@@ -164,6 +170,7 @@ class Ingestor:
         *,
         progress: ProgressCallback | None = None,
         cancelled: Callable[[], bool] | None = None,
+        between: Between | None = None,
     ) -> IngestReport:
         """Bring ``paths`` (None: the whole folder) up to date: planned once, applied.
 
@@ -173,7 +180,7 @@ class Ingestor:
         plan = plan_changes(self.index, self.documents, paths)
         if paths is not None and plan.empty:
             return self.report()
-        return self.run(plan, progress=progress, cancelled=cancelled)
+        return self.run(plan, progress=progress, cancelled=cancelled, between=between)
 
     def report(self, report: IngestReport | None = None) -> IngestReport:
         """``report`` (or an empty one) with what the index holds now: counts, errors."""
@@ -190,8 +197,10 @@ class Ingestor:
         *,
         progress: ProgressCallback | None = None,
         cancelled: Callable[[], bool] | None = None,
+        between: Between | None = None,
     ) -> IngestReport:
         started = time.perf_counter()
+        pause = between or _nothing
         report = IngestReport()
         with self.index.writing():
             plan = plan if plan is not None else plan_changes(self.index, self.documents)
@@ -205,6 +214,7 @@ class Ingestor:
                     report.cancelled = True
                     break
                 prepared = self._prepare(rel, path, known.get(rel))
+                pause()
                 if prepared is not None and prepared.gone:  # deleted since the plan
                     if rel in known:
                         plan.to_remove.append(rel)
@@ -217,12 +227,12 @@ class Ingestor:
                 batch.append(prepared)
                 batch_cost += len(prepared.chunks)
                 if batch_cost >= self.batch_chunks:
-                    done = self._commit(batch, report, done, total, progress, cancelled)
+                    done = self._commit(batch, report, done, total, progress, cancelled, pause)
                     batch, batch_cost = [], 0
                     if report.cancelled:
                         break
             if batch and not report.cancelled:
-                done = self._commit(batch, report, done, total, progress, cancelled)
+                done = self._commit(batch, report, done, total, progress, cancelled, pause)
             if plan.to_remove and not report.cancelled:
                 removed = self.index.remove_files(plan.to_remove)
                 report.removed += len(removed)
@@ -279,6 +289,7 @@ class Ingestor:
         total: int,
         progress: ProgressCallback | None,
         cancelled: Callable[[], bool] | None,
+        pause: Between,
     ) -> int:
         dim = self.embedder.dimension
         keys = {c.vector_key for p in batch for c in p.chunks}
@@ -290,7 +301,7 @@ class Ingestor:
                     missing[item.vector_key] = embedding_text(item.chunk, self.chunking)
         fresh: dict[str, Vector] = {}
         pending = list(missing.items())
-        step = max(self.batch_chunks, 1)
+        step = self.embed_chunks or max(self.batch_chunks, 1)
         for start in range(0, len(pending), step):
             if start and cancelled is not None and cancelled():
                 report.cancelled = True  # what was embedded is kept; no file is half done
@@ -300,8 +311,9 @@ class Ingestor:
             embedded = dict(zip((key for key, _ in part), vectors, strict=True))
             self.index.add_vectors(embedded)  # kept now, whatever happens next
             fresh.update(embedded)
+            pause()  # between model calls: searches get in
             if progress and start + step < len(pending):
-                progress(done, total, batch[0].rel)  # between model calls: searches get in
+                progress(done, total, batch[0].rel)
         for prepared in batch:
             new_for_file = {
                 c.vector_key: fresh[c.vector_key] for c in prepared.chunks if c.vector_key in fresh
@@ -336,6 +348,10 @@ class Ingestor:
             if progress:
                 progress(done, total, prepared.rel)
         return done
+
+
+def _nothing() -> None:
+    pass
 
 
 def _os_message(exc: OSError) -> str:

@@ -33,7 +33,10 @@ from citeline.settings import SETTINGS_FILE, Settings, load_settings
 
 log = logging.getLogger(__name__)
 
-INGEST_BATCH_CHUNKS = 16  # chunks embedded per model call: searches wait at most one call
+INGEST_BATCH_CHUNKS = 16  # chunks read, embedded and committed together
+# Texts per embedding call while serving: queued searches run between calls, so one
+# waits for at most one call (~70 ms quiet for two 256-token chunks on 2 cores).
+INGEST_EMBED_CHUNKS = 2
 
 
 @dataclass(eq=False)
@@ -132,6 +135,7 @@ def ensure_open(folder: Folder, backends: Backends) -> Workspace:
     if ws is None:
         ws = backends.open_workspace(folder.root, wanted)
         ws.ingestor.batch_chunks = INGEST_BATCH_CHUNKS
+        ws.ingestor.embed_chunks = INGEST_EMBED_CHUNKS
         folder.workspace = ws
     elif ws.settings != wanted:
         ws.apply_settings(wanted)

@@ -198,7 +198,10 @@ class IngestScheduler:
         def work() -> tuple[IngestReport, FolderStatus]:  # index worker
             ws = self.open_workspace(folder)
             report = ws.update(
-                paths, progress=on_progress, cancelled=lambda: cancel.is_set() or folder.closed
+                paths,
+                progress=on_progress,
+                cancelled=lambda: cancel.is_set() or folder.closed,
+                between=worker.run_urgent,  # searches wait for one model call at most
             )
             return report, ws.status()
 

@@ -25,7 +25,7 @@ from citeline.core.documents import Hit
 from citeline.core.embedding import Embedder
 from citeline.core.generation import Generator
 from citeline.core.index import DocumentIndex, IndexCounts
-from citeline.core.ingest import Ingestor, IngestReport, ProgressCallback
+from citeline.core.ingest import Between, Ingestor, IngestReport, ProgressCallback
 from citeline.core.records import record_ask
 from citeline.core.reranking import Reranker
 from citeline.core.retrieval import Retriever
@@ -87,9 +87,11 @@ class Workspace:
         paths: list[str] | None = None,
         progress: ProgressCallback | None = None,
         cancelled: Callable[[], bool] | None = None,
+        between: Between | None = None,
     ) -> IngestReport:
-        """Bring ``paths`` (None: the whole folder) up to date with the disk."""
-        return self.ingestor.update(paths, progress=progress, cancelled=cancelled)
+        """Bring ``paths`` (None: the whole folder) up to date with the disk; ``between``
+        is called between steps (files read, model calls)."""
+        return self.ingestor.update(paths, progress=progress, cancelled=cancelled, between=between)
 
     def search(
         self, query: str, k: int | None = None, *, mode: str | None = None, rerank: bool = True
