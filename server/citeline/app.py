@@ -5,6 +5,9 @@ this module knows that models run on llama.cpp, that a folder's index is the
 embedded SQLite + FAISS backend, which GGUF files are the defaults, and where a
 folder's index lives.  Models are loaded once and shared by every folder that
 uses them (:class:`ModelPool`).
+
+Each backend is imported where it is made, so a command imports what it uses: a
+search never imports the generator, the reranker or a document parser.
 """
 
 from __future__ import annotations
@@ -14,11 +17,6 @@ import logging
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from citeline.backends.embedded import EmbeddedIndex
-from citeline.backends.faiss import FaissVectorIndexType
-from citeline.backends.llama.embedder import LlamaEmbedder
-from citeline.backends.llama.generator import LlamaGenerator
-from citeline.backends.llama.reranker import LlamaReranker
 from citeline.core.embedding import Embedder
 from citeline.core.generation import Generator
 from citeline.core.index import DocumentIndex, IndexIdentity
@@ -41,6 +39,8 @@ log = logging.getLogger(__name__)
 
 
 def make_embedder(settings: EmbeddingSettings) -> Embedder:
+    from citeline.backends.llama.embedder import LlamaEmbedder
+
     query_prefix, document_prefix = settings.prefixes()
     if settings.model:
         path, max_tokens = Path(settings.model).expanduser(), settings.max_tokens or None
@@ -57,6 +57,8 @@ def make_embedder(settings: EmbeddingSettings) -> Embedder:
 
 
 def make_generator(settings: GenerationSettings) -> Generator:
+    from citeline.backends.llama.generator import LlamaGenerator
+
     if settings.model:
         path = Path(settings.model).expanduser()
     else:
@@ -70,6 +72,8 @@ def make_reranker(settings: RerankingSettings) -> Reranker | None:
     """The configured reranker, or None: there is no default reranker."""
     if not settings.model:
         return None
+    from citeline.backends.llama.reranker import LlamaReranker
+
     return LlamaReranker(
         Path(settings.model).expanduser(),
         max_tokens=settings.max_tokens or None,
@@ -82,6 +86,9 @@ def open_index(
 ) -> DocumentIndex:
     """A folder's index: the embedded backend (SQLite + FAISS) in ``index_dir``, its
     vector index of the kind ``[index] vectors`` says (by size unless forced)."""
+    from citeline.backends.embedded import EmbeddedIndex
+    from citeline.backends.faiss import FaissVectorIndexType
+
     choice = settings.vectors if settings is not None else "auto"
     return EmbeddedIndex(index_dir, identity, FaissVectorIndexType(choice))
 

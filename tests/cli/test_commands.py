@@ -215,3 +215,43 @@ def test_the_demo_finds_the_bundled_samples() -> None:
     from citeline.cli.commands import _samples_dir
 
     assert _samples_dir() == SAMPLES and (SAMPLES / "getting-started.md").is_file()
+
+
+# What a search must not import: the PDF parser (PyMuPDF imports an ONNX layout model,
+# 1.7 s), the other parsers, the language server, the answer stage and the other models.
+NOT_FOR_A_SEARCH = (
+    "pymupdf",
+    "fitz",
+    "markdown_it",
+    "citeline.core.loaders.pdf",
+    "citeline.core.loaders.markdown",
+    "pygls",
+    "lsprotocol",
+    "watchdog",
+    "citeline.core.answering.flow",
+    "citeline.backends.llama.generator",
+    "citeline.backends.llama.reranker",
+    "gguf",
+)
+
+
+def test_a_search_imports_only_what_it_uses(tmp_path: Path) -> None:
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "notes.md").write_text("# Notes\n\nThe vault key rotates every quarter.\n")
+    (docs / "scan.pdf").write_bytes(b"%PDF-1.4 not really a pdf")
+    run("index", "--docs", str(docs))
+    probe = (
+        "import json, sys; from citeline.cli import main;"
+        f"code = main(['search', 'vault key', '--docs', {str(docs)!r}, '--json']);"
+        "print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] in"
+        " ('pymupdf', 'fitz', 'markdown_it', 'pygls', 'lsprotocol', 'watchdog', 'gguf')"
+        " or m.startswith('citeline.'))), file=sys.stderr); sys.exit(code)"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=300
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["hits"][0]["path"] == "notes.md"
+    imported = set(json.loads(proc.stderr.strip().splitlines()[-1]))
+    assert imported & set(NOT_FOR_A_SEARCH) == set()

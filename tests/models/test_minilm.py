@@ -36,3 +36,17 @@ def test_default_model_is_converted_once_into_the_cache(
     assert first.read_bytes()[:4] == b"GGUF"
     shipped = json.loads((minilm_source_dir() / "sentence_bert_config.json").read_text())
     assert shipped["max_seq_length"] == minilm.MAX_TOKENS == 256
+
+
+def test_the_source_digest_is_hashed_once_and_kept_for_later_processes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CITELINE_CACHE_DIR", str(tmp_path / "cache"))
+    first = default_embedding_model_path()
+    minilm._hash_files.cache_clear()  # as a new process would start
+
+    def rehash(*_: object) -> str:
+        raise AssertionError("the weights were hashed again")
+
+    monkeypatch.setattr(minilm, "_hash_files", rehash)
+    assert default_embedding_model_path() == first

@@ -16,11 +16,9 @@ import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
-from citeline.core.answering.flow import EXTRACTIVE, GENERATIVE, AskContext, ask
-from citeline.core.answering.results import Answer
-from citeline.core.answering.scoring import UnitScorer
+from citeline.core.answering.settings import EXTRACTIVE, GENERATIVE
 from citeline.core.documents import Hit
 from citeline.core.embedding import Embedder
 from citeline.core.generation import Generator
@@ -30,8 +28,11 @@ from citeline.core.records import record_ask
 from citeline.core.reranking import Reranker
 from citeline.core.retrieval import Retriever
 from citeline.service.status import FolderStatus, ModelNames
-from citeline.service.workers import OnIndex
 from citeline.settings import GenerationSettings, RerankingSettings, Settings
+
+if TYPE_CHECKING:  # the answer stage is imported by the first ask, not by a search
+    from citeline.core.answering.results import Answer
+    from citeline.service.workers import OnIndex
 
 T = TypeVar("T")
 
@@ -182,6 +183,9 @@ def answer(
     ``generator`` is called only when an answer is written: a refusal or an
     extractive answer never loads the generation model.
     """
+
+    from citeline.core.answering.flow import AskContext, ask
+    from citeline.core.answering.scoring import UnitScorer
 
     def through_index(fn: Callable[[Workspace], Any]) -> Any:
         return on_index(lambda: fn(workspace()))

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 from citeline.core import files, loaders
 from citeline.core.documents import LoadError, SourceDocument
-from citeline.core.loaders import SUPPORTED_SUFFIXES, is_supported, load_document
+from citeline.core.loaders import SUPPORTED_SUFFIXES, is_supported, load_document, markdown
 
 
 def test_supported_suffixes() -> None:
@@ -122,9 +124,18 @@ def test_unexpected_loader_failure_becomes_one_line(
     def broken(data: bytes, rel_path: str, file_name: str) -> SourceDocument:
         raise ValueError("parser exploded\nwith details")
 
-    monkeypatch.setitem(loaders._LOADERS, ".md", (broken, "Markdown"))
+    monkeypatch.setattr(markdown, "load_markdown", broken)
     path = tmp_path / "x.md"
     path.write_text("hello\n", encoding="utf-8")
     with pytest.raises(LoadError) as info:
         load_document(path, "x.md")
     assert str(info.value) == "could not read Markdown: parser exploded with details"
+
+
+def test_a_format_s_parser_is_imported_when_its_first_file_is_read() -> None:
+    code = (
+        "import sys; from citeline.core import loaders;"
+        "assert not [m for m in sys.modules if m.startswith('citeline.core.loaders.')];"
+        "assert loaders.is_supported(__import__('pathlib').Path('a.PDF'))"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)

@@ -33,14 +33,13 @@ from citeline.core.answering.extractive import Extract, compose, renumber, selec
 from citeline.core.answering.prompt import build_messages
 from citeline.core.answering.results import Answer, Evidence, citation_for
 from citeline.core.answering.scoring import UnitScorer
-from citeline.core.answering.settings import AnswerSettings
+from citeline.core.answering.settings import EXTRACTIVE, GENERATIVE, AnswerSettings
 from citeline.core.answering.verification import Verified, VerifySettings, verify
 from citeline.core.documents import Hit
 from citeline.core.generation import Generator
 from citeline.core.scripts import CJK_LANGUAGES, detect_language
 
-EXTRACTIVE = "extractive"
-GENERATIVE = "generative"
+__all__ = ["EXTRACTIVE", "GENERATIVE", "AskContext", "ask"]
 
 
 @dataclass

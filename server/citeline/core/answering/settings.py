@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-ANSWER_MODES = ("auto", "extractive", "generative")
+EXTRACTIVE = "extractive"
+GENERATIVE = "generative"
+ANSWER_MODES = ("auto", EXTRACTIVE, GENERATIVE)
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,7 @@
 """Document loaders: turn a file on disk into a :class:`SourceDocument`.
 
-The loader is picked by file suffix (case-insensitive).  Every expected problem
+The loader is picked by file suffix (case-insensitive), and its module is imported
+when the first file of its format is read: a search imports no parser.  Every expected problem
 (missing or unreadable file, too large, binary content, bad or encrypted PDF)
 raises :class:`LoadError` with a one-line message that does not name the file (the
 caller knows which file it asked for); nothing else escapes for bad input.
@@ -9,16 +10,13 @@ caller knows which file it asked for); nothing else escapes for bad input.
 from __future__ import annotations
 
 import errno
+import importlib
 import logging
 from collections.abc import Callable
 from pathlib import Path
 
 from citeline.core.documents import LoadError, SourceDocument, display_text
 from citeline.core.files import FileRefused, read_regular_file
-from citeline.core.loaders.html import load_html
-from citeline.core.loaders.markdown import load_markdown
-from citeline.core.loaders.pdf import load_pdf
-from citeline.core.loaders.text import load_rst, load_text
 
 __all__ = [
     "SUPPORTED_SUFFIXES",
@@ -35,16 +33,17 @@ DEFAULT_MAX_BYTES = 20 * 1024 * 1024
 # (bytes, rel_path, file name) -> document
 _Loader = Callable[[bytes, str, str], SourceDocument]
 
-_LOADERS: dict[str, tuple[_Loader, str]] = {
-    ".md": (load_markdown, "Markdown"),
-    ".markdown": (load_markdown, "Markdown"),
-    ".mdx": (load_markdown, "MDX"),
-    ".html": (load_html, "HTML"),
-    ".htm": (load_html, "HTML"),
-    ".pdf": (load_pdf, "PDF"),
-    ".txt": (load_text, "text"),
-    ".text": (load_text, "text"),
-    ".rst": (load_rst, "reStructuredText"),
+# suffix -> (module in this package, its loader function, the format's name)
+_LOADERS: dict[str, tuple[str, str, str]] = {
+    ".md": ("markdown", "load_markdown", "Markdown"),
+    ".markdown": ("markdown", "load_markdown", "Markdown"),
+    ".mdx": ("markdown", "load_markdown", "MDX"),
+    ".html": ("html", "load_html", "HTML"),
+    ".htm": ("html", "load_html", "HTML"),
+    ".pdf": ("pdf", "load_pdf", "PDF"),
+    ".txt": ("text", "load_text", "text"),
+    ".text": ("text", "load_text", "text"),
+    ".rst": ("text", "load_rst", "reStructuredText"),
 }
 
 SUPPORTED_SUFFIXES: frozenset[str] = frozenset(_LOADERS)
@@ -110,4 +109,6 @@ def _loader(path: Path) -> tuple[_Loader, str]:
     entry = _LOADERS.get(path.suffix.lower())
     if entry is None:
         raise LoadError(f"unsupported file type {path.suffix or '(no suffix)'!r}")
-    return entry
+    module, function, format_name = entry
+    loader: _Loader = getattr(importlib.import_module(f"{__name__}.{module}"), function)
+    return loader, format_name
