@@ -45,3 +45,17 @@ def test_terms_roll_back_with_their_chunks(tmp_path: Path) -> None:
     assert len(store.keywords.search(["alpha"], 5)) == 1
     store.forget_chunks()
     assert store.keywords.document_frequencies(["alpha"]) == (0, {})
+
+
+def test_the_row_count_is_fts5_s_own_record_and_follows_every_write(tmp_path: Path) -> None:
+    store = SqliteStore(tmp_path / "s.db")
+    keywords = store.keywords
+    assert keywords.rows() == 0
+    for chunk_id in range(1, 201):  # past one byte of varint
+        keywords.add(chunk_id, "alpha beta")
+    keywords.remove([3, 4])
+    count = store._db.execute("SELECT count(*) FROM chunk_terms").fetchone()[0]
+    assert keywords.rows() == count == 198
+    assert keywords.document_frequencies(["alpha"]) == (198, {"alpha": 198})
+    keywords.clear()
+    assert keywords.rows() == 0

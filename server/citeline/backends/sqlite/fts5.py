@@ -2,7 +2,9 @@
 
 One FTS5 row per chunk (rowid = chunk id) holding terms already produced by
 ``citeline.core.keywords``, so FTS5's own tokenizer (``unicode61``) only splits
-on spaces; ``fts5vocab`` gives the document frequencies BM25 normalisation needs.
+on spaces; ``fts5vocab`` gives the document frequencies BM25 normalisation needs, and
+the number of rows comes from FTS5's own record of it (what ``bm25()`` reads), not
+from ``count(*)``, which reads every row (0.1 s at 100,000 chunks).
 It shares the store's connection: writes made inside a store transaction commit
 or roll back with the chunks they belong to.
 """
@@ -43,8 +45,17 @@ class Fts5KeywordIndex:
         ).fetchall()
         return [(int(r[0]), float(r[1])) for r in rows]
 
+    def rows(self) -> int:
+        """The number of rows: the first varint of FTS5's averages record (id 1 of its
+        data table), which every insert and delete keeps current."""
+        row = self._db.execute("SELECT block FROM chunk_terms_data WHERE id = 1").fetchone()
+        count = _varint(row[0]) if row is not None and isinstance(row[0], bytes) else None
+        if count is None:  # no record yet (an empty table), or one this code cannot read
+            count = int(self._db.execute("SELECT count(*) FROM chunk_terms").fetchone()[0])
+        return count
+
     def document_frequencies(self, terms: Sequence[str]) -> tuple[int, dict[str, int]]:
-        total = int(self._db.execute("SELECT count(*) FROM chunk_terms").fetchone()[0])
+        total = self.rows()
         if not terms:
             return total, {}
         marks = ",".join("?" * len(terms))
@@ -52,3 +63,15 @@ class Fts5KeywordIndex:
             f"SELECT term, doc FROM chunk_terms_vocab WHERE term IN ({marks})", list(terms)
         ).fetchall()
         return total, {str(t): int(d) for t, d in rows}
+
+
+def _varint(data: bytes) -> int | None:
+    """SQLite's variable-length integer at the start of ``data`` (None if cut short)."""
+    value = 0
+    for i, byte in enumerate(data[:9]):
+        if i == 8:
+            return (value << 8) | byte
+        value = (value << 7) | (byte & 0x7F)
+        if byte < 0x80:
+            return value
+    return None
