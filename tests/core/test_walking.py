@@ -5,8 +5,8 @@ from pathlib import Path
 from citeline.core.walking import DocumentFilter
 
 
-def supported(path: Path) -> bool:
-    return path.suffix in {".md", ".txt", ".pdf"}
+def supported(name: str) -> bool:
+    return Path(name).suffix in {".md", ".txt", ".pdf"}
 
 
 def write(root: Path, rel: str, text: str = "x") -> None:
@@ -94,3 +94,12 @@ def test_a_path_through_a_symlinked_folder_needs_a_walk(tmp_path: Path) -> None:
     documents = DocumentFilter(tmp_path, None, supported)
     assert documents.check("real/a.md") is True
     assert documents.check("alias/a.md") is None
+
+
+def test_entries_are_the_walk_s_documents_with_their_stat(tmp_path: Path) -> None:
+    for rel in ["a.md", "sub/b.txt", ".d.md", "e.png"]:
+        write(tmp_path, rel, "hello")
+    documents = DocumentFilter(tmp_path, None, supported)
+    entries = list(documents.entries())
+    assert [(rel, Path(e.path)) for rel, e in entries] == list(documents.walk())
+    assert [e.stat().st_size for _, e in entries] == [5, 5]

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import os
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -96,8 +97,14 @@ def plan_changes(
     """
     if only is None:
         known = index.files()
-        present = dict(documents.walk())
-        gone = [p for p in known if p not in present]
+        entries = dict(documents.entries())
+        gone = [p for p in known if p not in entries]
+        to_check = [
+            (rel, Path(entry.path))
+            for rel, entry in entries.items()
+            if not _same_stat(known.get(rel), entry)
+        ]
+        present_count = len(entries)
     else:
         wanted = set(only)
         known = index.files(wanted)  # a saved file costs its own record, not the folder's
@@ -107,18 +114,19 @@ def plan_changes(
         else:
             present = {rel: documents.root / rel for rel, found in verdicts.items() if found}
         gone = [p for p in wanted if p in known and p not in present]
-    to_check = [
-        (rel, path) for rel, path in present.items() if not _same_stat(known.get(rel), path)
-    ]
+        to_check = [
+            (rel, path) for rel, path in present.items() if not _same_stat(known.get(rel), path)
+        ]
+        present_count = len(present)
     return Plan(
         to_check=to_check,
         to_remove=sorted(gone),
-        unchanged=len(present) - len(to_check),
+        unchanged=present_count - len(to_check),
         whole=only is None,
     )
 
 
-def _same_stat(record: FileRecord | None, path: Path) -> bool:
+def _same_stat(record: FileRecord | None, path: Path | os.DirEntry[str]) -> bool:
     """Whether ``path`` has the size and mtime the index recorded for it."""
     if record is None:
         return False

@@ -122,7 +122,7 @@ class DocumentFilter:
         self,
         root: Path,
         index_dir: Path | None = None,
-        is_supported: Callable[[Path], bool] = loaders.is_supported,
+        is_supported: Callable[[str], bool] = loaders.is_supported_name,
     ) -> None:
         self.root = root.resolve()
         self.index_dir = index_dir.resolve() if index_dir is not None else None
@@ -147,7 +147,7 @@ class DocumentFilter:
 
     def candidate(self, rel: str) -> bool:
         """Whether a relative path can be a document, judged from the path alone."""
-        return self.visible(rel) and self._is_supported(Path(rel))
+        return self.visible(rel) and self._is_supported(rel.rpartition("/")[2])
 
     def check(self, rel: str) -> bool | None:
         """Whether ``rel`` is a document now (as :meth:`walk` would find it).
@@ -185,11 +185,17 @@ class DocumentFilter:
 
     def walk(self) -> Iterator[tuple[str, Path]]:
         """``(relative path with forward slashes, absolute path)`` of every document."""
-        root = self.root
+        for rel, entry in self.entries():
+            yield rel, Path(entry.path)
+
+    def entries(self) -> Iterator[tuple[str, os.DirEntry[str]]]:
+        """``(relative path, directory entry)`` of every document, as :meth:`walk` lists
+        them: a whole-folder plan stats the entries and builds a ``Path`` only for the
+        files that changed (building one per file was most of a 25,000-file check)."""
         visited: set[str] = set()
         rules: list[_Rule] = []
 
-        def walk(folder: Path, rel_folder: str) -> Iterator[tuple[str, Path]]:
+        def walk(folder: Path, rel_folder: str) -> Iterator[tuple[str, os.DirEntry[str]]]:
             real = os.path.realpath(folder)
             if real in visited:
                 return
@@ -205,25 +211,27 @@ class DocumentFilter:
                 if entry.name.startswith("."):
                     continue
                 rel = f"{rel_folder}/{entry.name}" if rel_folder else entry.name
-                path = Path(entry.path)
-                if entry.is_symlink() and not self._inside(path):
+                if entry.is_symlink() and not self._inside(Path(entry.path)):
                     continue
                 try:
                     is_dir = entry.is_dir()
                 except OSError:
                     continue
                 if is_dir:
+                    path = Path(entry.path)
                     if self.index_dir is not None and os.path.realpath(path) == str(self.index_dir):
                         continue
                     if _ignored(rules, rel, True):
                         continue
                     yield from walk(path, rel)
                 elif (
-                    entry.is_file() and self._is_supported(path) and not _ignored(rules, rel, False)
+                    entry.is_file()
+                    and self._is_supported(entry.name)
+                    and not _ignored(rules, rel, False)
                 ):
-                    yield rel, path
+                    yield rel, entry
 
-        yield from walk(root, "")
+        yield from walk(self.root, "")
 
 
 def _read_rules(folder: Path, rel_folder: str, rules: list[_Rule]) -> None:

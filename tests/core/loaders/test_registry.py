@@ -139,3 +139,12 @@ def test_a_format_s_parser_is_imported_when_its_first_file_is_read() -> None:
         "assert loaders.is_supported(__import__('pathlib').Path('a.PDF'))"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+@pytest.mark.parametrize(
+    "name", ["a.md", "A.PDF", "x.tar.txt", "a.", ".md", "..md", "md", "a.mdx", "a.doc", "a.b.c"]
+)
+def test_a_name_is_supported_as_its_path_would_be(name: str) -> None:
+    from citeline.core.loaders import is_supported_name
+
+    assert is_supported_name(name) == is_supported(Path(name))

@@ -21,6 +21,7 @@ from citeline.core.files import FileRefused, read_regular_file
 __all__ = [
     "SUPPORTED_SUFFIXES",
     "is_supported",
+    "is_supported_name",
     "load_document",
     "parse_document",
     "read_document",
@@ -51,7 +52,14 @@ SUPPORTED_SUFFIXES: frozenset[str] = frozenset(_LOADERS)
 
 def is_supported(path: Path) -> bool:
     """Whether a file's suffix (any case) has a loader."""
-    return path.suffix.lower() in SUPPORTED_SUFFIXES
+    return is_supported_name(path.name)
+
+
+def is_supported_name(name: str) -> bool:
+    """:func:`is_supported` of a file name (its suffix as ``PurePath.suffix`` reads
+    it), without building a path: the walk asks it of every file."""
+    dot = name.rfind(".")
+    return 0 < dot < len(name) - 1 and name[dot:].lower() in SUPPORTED_SUFFIXES
 
 
 def load_document(
