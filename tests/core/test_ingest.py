@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import os
 import shutil
 from pathlib import Path
@@ -286,4 +287,23 @@ def test_between_runs_after_each_file_read_and_each_model_call(
     model_calls = -(-report.embedded // 2)  # one batch here: ceil(embedded / 2) calls
     assert len(calls) == files_read + model_calls
     steps = sorted(set(calls))
-    assert all(b - a <= 2 for a, b in zip(steps, steps[1:], strict=False))  # 2 texts a call
+    assert all(b - a <= 2 for a, b in itertools.pairwise(steps))  # 2 texts a call
+
+
+def test_an_edit_stems_only_its_new_chunks_and_keyword_search_sees_them(
+    docs: Path, embedder: CountingEmbedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from citeline.core import keywords
+
+    ws = open_ws(docs, embedder)
+    ws.update()
+    stemmed: list[str] = []
+    real_terms = keywords.terms
+    monkeypatch.setattr(keywords, "terms", lambda text: stemmed.append(text) or real_terms(text))
+    handbook = docs / "handbook.md"
+    handbook.write_text(handbook.read_text().replace("explains upgrades", "explains wombats"))
+    ws.update(["handbook.md"])
+    assert len(stemmed) == 1 and "wombats" in stemmed[0]
+    hits = ws.retriever.search("wombats", k=1, mode="keyword")
+    assert "wombats" in hits[0].chunk.text
+    ws.close()
