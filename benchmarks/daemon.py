@@ -6,7 +6,16 @@ Prints:
 - search and hover latency at that size (p50/p95 of the request round trip);
 - save-to-searchable: a one-paragraph edit in a 50 KB Markdown file, saved
   (didSave) until a search finds the new text (p50/p95 over repeated edits);
-- the daemon's memory (resident and peak), at ready and after one answer.
+- the daemon's memory (resident and peak), at ready and after one answer;
+- with --cold-index, search, hover and save-to-searchable again while another process
+  indexes another folder from scratch with the real model (a copy of samples/,
+  re-indexed from nothing until the measurement ends).
+
+Each edit's paragraph carries a marker new to this run, so every save embeds its new
+chunk (vectors are content-addressed: a marker from an earlier run would be reused).
+--json prints one JSON object as the last line: search_p95_ms, hover_p95_ms,
+save_to_searchable_p95_ms, ready_s, rss_ready_mb (and p50s, the load average,
+and with --cold-index the same latencies under "cold_index").
 
 The generated corpus and its index are cached in /tmp/citeline-bench (or
 --cache) between runs; the first run builds them.  Embedding 10,000 chunks with
@@ -16,6 +25,7 @@ the cache with hashed bag-of-words vectors under the real model's identity inste
 and edits with the real model either way).
 
     .venv/bin/python benchmarks/daemon.py [--chunks 10000] [--edits 20] [--queries 100]
+        [--synthetic-vectors] [--cold-index] [--json]
 """
 
 from __future__ import annotations
@@ -256,6 +266,43 @@ def percentiles(samples: Sequence[float]) -> str:
     return f"p50 {p50 * 1000:7.1f} ms   p95 {p95 * 1000:7.1f} ms   (n={len(ordered)})"
 
 
+class ColdIndex:
+    """Another folder indexed from nothing, again and again, by a separate process."""
+
+    def __init__(self, cache: Path) -> None:
+        self.docs = cache / "cold-docs"
+        if self.docs.exists():
+            shutil.rmtree(self.docs)
+        shutil.copytree(REPO / "samples", self.docs)
+        self.runs = 0
+        self._stop = False
+        self._process: subprocess.Popen[bytes] | None = None
+        self._task: asyncio.Task[None] | None = None
+
+    async def _loop(self) -> None:
+        while not self._stop:
+            shutil.rmtree(self.docs / ".citeline", ignore_errors=True)
+            command = [sys.executable, "-m", "citeline.cli", "index", "--docs", str(self.docs)]
+            self._process = subprocess.Popen(
+                command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+            )
+            while self._process.poll() is None:
+                await asyncio.sleep(0.1)
+            self.runs += 1
+
+    async def __aenter__(self) -> ColdIndex:
+        self._task = asyncio.create_task(self._loop())
+        await asyncio.sleep(3)  # past the indexer's start, into embedding
+        return self
+
+    async def __aexit__(self, *_: object) -> None:
+        self._stop = True
+        if self._process is not None and self._process.poll() is None:
+            self._process.terminate()
+        if self._task is not None:
+            await self._task
+
+
 # -- the measurements -------------------------------------------------------------
 
 
@@ -301,9 +348,10 @@ async def measure_saves(client: Client, docs: Path, words: Sequence[str], n: int
     original = path.read_text("utf-8")
     sections = original.split("\n## ")
     rng = random.Random(3)
+    run_id = f"{time.time_ns() % 10**9:09d}"
     samples = []
     for i in range(n):
-        marker = f"zq{i}x{rng.randint(10_000, 99_999)}"
+        marker = f"zq{i}x{rng.randint(10_000, 99_999)}r{run_id}"
         new = f"Checkpoint {marker} records {paragraph(rng, words, 2)}"
         edited = list(sections)
         target = 1 + i % (len(sections) - 1)
@@ -355,6 +403,19 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     print(f"hover   {percentiles(hover)}", flush=True)
     saves = await measure_saves(client, docs, words, args.edits)
     print(f"save→searchable {percentiles(saves)}", flush=True)
+    cold: dict[str, Any] | None = None
+    if args.cold_index:
+        async with ColdIndex(cache) as indexer:
+            cold_load = os.getloadavg()[0]
+            cold = {
+                "search": await measure_search(client, words, args.queries),
+                "hover": await measure_hover(client, cache / "probe.md", words, args.queries),
+                "save_to_searchable": await measure_saves(client, docs, words, args.edits),
+                "load_average": [round(cold_load, 2), round(os.getloadavg()[0], 2)],
+            }
+            cold["cold_index_runs"] = indexer.runs
+        for name in ("search", "hover", "save_to_searchable"):
+            print(f"{name} while a cold index runs: {percentiles(cold[name])}", flush=True)
     # Let the restored file be indexed again so the cache stays as built.
     await client.request("citeline/reindex", {})
     ask_started = time.perf_counter()
@@ -376,6 +437,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         "memory_after_ask": after_ask,
         "ask_seconds": round(ask_seconds, 2),
         "ask_generator_called": answer["generator_called"],
+        "cold_index": cold,
         "load_average": [round(load_before, 2), round(os.getloadavg()[0], 2)],
         "cpus": os.cpu_count(),
     }
@@ -392,7 +454,12 @@ def main() -> int:
         action="store_true",
         help="build the cached index with hashed vectors instead of MiniLM (much faster)",
     )
-    parser.add_argument("--json", action="store_true", help="also print the raw figures")
+    parser.add_argument(
+        "--cold-index",
+        action="store_true",
+        help="measure again while another process indexes another folder from scratch",
+    )
+    parser.add_argument("--json", action="store_true", help="print the figures as one JSON object")
     args = parser.parse_args()
     result = asyncio.run(run(args))
     mib = "{rss_mb:.0f} MiB resident, {peak_mb:.0f} MiB peak"
@@ -419,8 +486,46 @@ def main() -> int:
         f" at start, {after} at the end (other work shares the CPUs)"
     )
     if args.json:
-        print(json.dumps(result))
+        print(json.dumps(summary(result)))
     return 0
+
+
+def p_ms(samples: Sequence[float], q: float) -> float:
+    ordered = sorted(samples)
+    if q == 0.5:
+        return round(statistics.median(ordered) * 1000, 1)
+    return round(ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))] * 1000, 1)
+
+
+def latencies(figures: dict[str, Any]) -> dict[str, float]:
+    out = {}
+    for name in ("search", "hover", "save_to_searchable"):
+        out[f"{name}_p50_ms"] = p_ms(figures[name], 0.5)
+        out[f"{name}_p95_ms"] = p_ms(figures[name], 0.95)
+    return out
+
+
+def summary(result: dict[str, Any]) -> dict[str, Any]:
+    """The figures issue 14 names, plus what they ran under."""
+    out: dict[str, Any] = {
+        **latencies(result),
+        "ready_s": result["start_to_ready_s"],
+        "rss_ready_mb": round(result["memory_at_ready"]["rss_mb"], 1),
+        "rss_after_ask_mb": round(result["memory_after_ask"]["rss_mb"], 1),
+        "files": result["files"],
+        "chunks": result["chunks"],
+        "vectors": result["vectors"],
+        "load_average": result["load_average"],
+        "cpus": result["cpus"],
+    }
+    cold = result.get("cold_index")
+    if cold:
+        out["cold_index"] = {
+            **latencies(cold),
+            "load_average": cold["load_average"],
+            "cold_index_runs": cold["cold_index_runs"],
+        }
+    return out
 
 
 if __name__ == "__main__":
