@@ -69,3 +69,18 @@ def test_openmp_threads_wait_passively_unless_the_user_says_otherwise() -> None:
     env["OMP_WAIT_POLICY"] = "ACTIVE"
     out = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True)
     assert out.stdout.strip() == "ACTIVE", out.stderr
+
+
+def test_the_c_api_comes_without_the_high_level_api_until_a_name_needs_it() -> None:
+    code = """
+import sys
+from citeline.backends.llama import runtime
+package = runtime.import_llama_cpp(RuntimeError, "model")
+assert "llama_cpp.llama" not in sys.modules and "jinja2" not in sys.modules
+assert package.llama_backend_init is sys.modules["llama_cpp.llama_cpp"].llama_backend_init
+from llama_cpp import Llama
+import llama_cpp
+assert llama_cpp is package and Llama.__module__ == "llama_cpp.llama" and llama_cpp.__version__
+assert runtime.import_llama_cpp(RuntimeError, "model") is package
+"""
+    subprocess.run([sys.executable, "-c", code], check=True)
