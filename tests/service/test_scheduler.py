@@ -190,3 +190,21 @@ async def test_invalid_citeline_toml_is_a_warning(setup: Setup, tmp_path: Path) 
     assert folder.settings.search.top_k == 5
     await settle(folder)
     setup.folders.remove(folder)
+
+
+async def test_parsers_are_imported_on_the_index_worker_after_a_whole_folder_batch_only(
+    setup: Setup, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    threads: list[str] = []
+    monkeypatch.setattr(
+        scheduler_module.loaders, "preload", lambda: threads.append(threading.current_thread().name)
+    )
+    folder = setup.folders.add(tmp_path)
+    await settle(folder)
+    await setup.scheduler.run_now(folder, ["notes.md"])
+    await setup.scheduler.run_now(folder, None)
+    deadline = time.monotonic() + 10
+    while len(threads) < 2 and time.monotonic() < deadline:
+        await asyncio.sleep(0.02)
+    assert threads == [setup.fake.thread] * 2  # the opening batch and the rescan
+    setup.folders.remove(folder)

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from citeline.core.errors import IndexDamaged
+from citeline.core import loaders
 from citeline.core.ingest import IngestReport
 from citeline.service.errors import EXPECTED_ERRORS, ServiceError
 from citeline.service.events import Events, Progress
@@ -237,6 +238,8 @@ class IngestScheduler:
             folder.state = "ready"
             folder.message = None
             folder.recovering = False
+            if paths is None:  # idle now: a first save should not pay for its parser
+                worker.submit(loaders.preload)
             folder.opened = opened
             folder.files, folder.chunks = report.files, report.chunks
             folder.errors = list(report.errors)

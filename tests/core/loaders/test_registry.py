@@ -148,3 +148,13 @@ def test_a_name_is_supported_as_its_path_would_be(name: str) -> None:
     from citeline.core.loaders import is_supported_name
 
     assert is_supported_name(name) == is_supported(Path(name))
+
+
+def test_preload_imports_the_light_parsers_and_leaves_pdf_to_its_first_file() -> None:
+    code = (
+        "import sys; from citeline.core import loaders; loaders.preload();"
+        "assert 'citeline.core.loaders.markdown' in sys.modules;"
+        "assert 'citeline.core.loaders.html' in sys.modules;"
+        "assert 'citeline.core.loaders.pdf' not in sys.modules and 'pymupdf' not in sys.modules"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
