@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from citeline.core import loaders
 from citeline.core.index import IndexCounts
 from citeline.core.ingest import IngestReport
 from citeline.service import scheduler as scheduler_module
@@ -196,9 +197,7 @@ async def test_parsers_are_imported_on_the_index_worker_after_a_whole_folder_bat
     setup: Setup, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     threads: list[str] = []
-    monkeypatch.setattr(
-        scheduler_module.loaders, "preload", lambda: threads.append(threading.current_thread().name)
-    )
+    monkeypatch.setattr(loaders, "preload", lambda: threads.append(threading.current_thread().name))
     folder = setup.folders.add(tmp_path)
     await settle(folder)
     await setup.scheduler.run_now(folder, ["notes.md"])
