@@ -95,7 +95,7 @@ VECTOR_INDEXES = ("auto", "flat", "ivf-sq8", "hnsw")
 class IndexSettings:
     path: str = ""  # empty = <docs>/.citeline
     max_file_mb: float = 20.0
-    # The vector index: "auto" is exact (flat) up to 50,000 chunks and an inverted file
+    # The vector index: "auto" is exact (flat) up to 150,000 chunks and an inverted file
     # over 8-bit codes (ivf-sq8) above; "flat", "ivf-sq8" or "hnsw" forces one.
     vectors: str = "auto"
 

@@ -19,6 +19,7 @@ def test_auto_is_flat_up_to_the_limit_then_ivf_sq8_with_hysteresis() -> None:
     assert wanted_kind("auto", limit // 2, current="ivf-sq8") == "ivf-sq8"
     assert wanted_kind("auto", limit // 2 - 1, current="ivf-sq8") == "flat"
     assert wanted_kind("hnsw", 10) == "hnsw" and wanted_kind("flat", 10**7) == "flat"
+    assert wanted_kind("auto", 100_000) == "flat"  # exact while exact is fast (9-17 ms)
     with pytest.raises(ValueError):
         FaissVectorIndexType("annoy")
 
