@@ -299,7 +299,12 @@ def test_an_edit_stems_only_its_new_chunks_and_keyword_search_sees_them(
     ws.update()
     stemmed: list[str] = []
     real_terms = keywords.terms
-    monkeypatch.setattr(keywords, "terms", lambda text: stemmed.append(text) or real_terms(text))
+
+    def counting_terms(text: str) -> list[str]:
+        stemmed.append(text)
+        return real_terms(text)
+
+    monkeypatch.setattr(keywords, "terms", counting_terms)
     handbook = docs / "handbook.md"
     handbook.write_text(handbook.read_text().replace("explains upgrades", "explains wombats"))
     ws.update(["handbook.md"])
