@@ -20,8 +20,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from citeline.core.errors import IndexDamaged
 from citeline.core import loaders
+from citeline.core.errors import IndexDamaged
 from citeline.core.ingest import IngestReport
 from citeline.service.errors import EXPECTED_ERRORS, ServiceError
 from citeline.service.events import Events, Progress

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from citeline.core import files, loaders
+from citeline.core import files
 from citeline.core.documents import LoadError, SourceDocument
 from citeline.core.loaders import SUPPORTED_SUFFIXES, is_supported, load_document, markdown
 

@@ -24,8 +24,8 @@ __all__ = [
     "is_supported_name",
     "load_document",
     "parse_document",
-    "read_document",
     "preload",
+    "read_document",
 ]
 
 logger = logging.getLogger(__name__)
