@@ -25,6 +25,7 @@ from citeline.models.minilm import minilm_source_dir
 from citeline.settings import EmbeddingSettings, GenerationSettings, RerankingSettings
 from corpora import GARDEN, KITCHEN, write_files
 from inprocess import Served, initialize
+from postgres import TestServer
 from recording import JsonCapture, settled
 from reference_bert import ReferenceBert
 
@@ -192,3 +193,13 @@ async def served(tmp_path: Path, models: ModelPool) -> AsyncIterator[Served]:
     yield Served(ls, wire, garden, kitchen)
     await ls.service.shutdown(30)
     ls.service.stop(30)
+
+
+# -- a real PostgreSQL + pgvector server (the team index), once per session
+
+
+@pytest.fixture(scope="session")
+def postgres(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TestServer]:
+    server = TestServer(tmp_path_factory.mktemp("postgres"))
+    yield server
+    server.close()

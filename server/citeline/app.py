@@ -2,8 +2,11 @@
 
 Everything else receives its collaborators through the core's protocols; only
 this module knows that models run on llama.cpp, that a folder's index is the
-embedded SQLite + FAISS backend, which GGUF files are the defaults, and where a
-folder's index lives.  Models are loaded once and shared by every folder that
+embedded SQLite + FAISS backend (or, when ``[index] store`` names a PostgreSQL
+database, a team collection there), which GGUF files are the defaults, and where a
+folder's index lives.  Only ``citeline index`` and ``citeline eval`` open a team
+collection for writing; everything else (the language server above all) reads it.
+Models are loaded once and shared by every folder that
 uses them (:class:`ModelPool`).
 
 Each backend is imported where it is made, so a command imports what it uses: a
@@ -82,15 +85,51 @@ def make_reranker(settings: RerankingSettings) -> Reranker | None:
 
 
 def open_index(
-    index_dir: Path, identity: IndexIdentity, settings: IndexSettings | None = None
+    index_dir: Path,
+    identity: IndexIdentity,
+    settings: IndexSettings | None = None,
+    *,
+    write_collection: bool = False,
 ) -> DocumentIndex:
     """A folder's index: the embedded backend (SQLite + FAISS) in ``index_dir``, its
-    vector index of the kind ``[index] vectors`` says (by size unless forced)."""
+    vector index of the kind ``[index] vectors`` says (by size unless forced); or the
+    team collection ``settings`` name (read-only unless ``write_collection``)."""
+    if settings is not None and settings.team:
+        from citeline.backends.postgres.index import PostgresIndex  # psycopg: only for teams
+
+        return PostgresIndex(
+            settings.store,
+            settings.collection_name,
+            identity,
+            read_only=not write_collection,
+            exact=settings.exact_search,
+            location=settings.location(),
+        )
     from citeline.backends.embedded import EmbeddedIndex
     from citeline.backends.faiss import FaissVectorIndexType
 
     choice = settings.vectors if settings is not None else "auto"
     return EmbeddedIndex(index_dir, identity, FaissVectorIndexType(choice))
+
+
+def seed_vectors(workspace: Workspace, source: Path) -> int:
+    """Copy the vectors of an embedded index (a documents folder or its index folder)
+    built with the workspace's model into its team collection: the same text gives the
+    same vector, so the collection's writer embeds only what the source did not have."""
+    from citeline.backends.postgres.index import PostgresIndex
+    from citeline.backends.sqlite.store import read_vectors
+
+    index = workspace.index
+    if not isinstance(index, PostgresIndex) or index.read_only:
+        raise ServiceError("--seed-from needs a team collection opened for writing (--store)")
+    source = source.expanduser()
+    database = source / STORE_FILE
+    if not database.is_file():
+        database = source / ".citeline" / STORE_FILE
+    if not database.is_file():
+        raise ServiceError(f"no Citeline index at {source} (looked for {STORE_FILE})")
+    identity = index.identity
+    return index.import_vectors(read_vectors(database, identity.embedder_key, identity.dimension))
 
 
 @dataclass
@@ -125,13 +164,19 @@ class ModelPool:
         return smollm.GENERATOR_FILE_NAME
 
     def open_workspace(self, docs_root: Path, settings: Settings) -> Workspace:
+        """A served folder's workspace: a team collection only ever read."""
         return open_workspace(docs_root, settings, self)
 
 
 def open_workspace(
-    docs_root: Path, settings: Settings, models: ModelPool | None = None
+    docs_root: Path,
+    settings: Settings,
+    models: ModelPool | None = None,
+    *,
+    write_collection: bool = False,
 ) -> Workspace:
-    """A documents folder with its index open (created if need be) and its models."""
+    """A documents folder with its index open (created if need be) and its models;
+    a team collection is opened for writing only with ``write_collection``."""
     if not docs_root.is_dir():
         raise ServiceError(f"documents folder {docs_root} does not exist")
     docs_root = docs_root.resolve()
@@ -145,7 +190,12 @@ def open_workspace(
     )
     index_dir = settings.index_dir(docs_root)
     try:
-        index = open_index(index_dir, identity, settings.index)
+        if settings.index.team:  # the folder keeps only the ask log
+            index_dir.mkdir(parents=True, exist_ok=True)
+            ignore = index_dir / ".gitignore"
+            if not ignore.exists():
+                ignore.write_text("# Citeline's ask log (the index is a team collection).\n*\n")
+        index = open_index(index_dir, identity, settings.index, write_collection=write_collection)
     except OSError as exc:
         raise ServiceError(f"cannot open index at {index_dir}: {exc.strerror or exc}") from exc
     ingestor = Ingestor(

@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import tomllib
+import urllib.parse
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -89,15 +90,60 @@ class RecordSettings:
 
 
 VECTOR_INDEXES = ("auto", "flat", "ivf-sq8", "hnsw")
+STORE_SCHEMES = ("postgresql://", "postgres://")
 
 
 @dataclass(frozen=True)
 class IndexSettings:
-    path: str = ""  # empty = <docs>/.citeline
+    """Where a folder's index lives: its own folder (the default), or a shared team
+    collection in PostgreSQL (``store`` = a ``postgresql://`` URL, ``collection`` = its
+    name), which ``citeline index`` writes and every other use only reads."""
+
+    path: str = ""  # empty = <docs>/.citeline (for a team index: the ask log only)
     max_file_mb: float = 20.0
     # The vector index: "auto" is exact (flat) up to 150,000 chunks and an inverted file
     # over 8-bit codes (ivf-sq8) above; "flat", "ivf-sq8" or "hnsw" forces one.
     vectors: str = "auto"
+    store: str = ""  # empty = the embedded index; "postgresql://…" = a team collection
+    collection: str = ""  # the team collection's name; empty = "default"
+    exact_search: bool = False  # team index: exact vector search instead of HNSW
+
+    @property
+    def team(self) -> bool:
+        return bool(self.store)
+
+    @property
+    def collection_name(self) -> str:
+        return self.collection or "default"
+
+    def location(self) -> str:
+        """The team collection, for people: the URL without secrets, then ``#name``."""
+        return f"{redacted_store(self.store)}#{self.collection_name}"
+
+
+def store_password(url: str) -> bool:
+    """Whether a store URL carries a password (in its user part or its parameters)."""
+    parts = urllib.parse.urlsplit(url)
+    query = urllib.parse.parse_qs(parts.query)
+    return bool(parts.password) or "password" in query
+
+
+def redacted_store(url: str) -> str:
+    """A store URL without its password or any parameter but where the server is."""
+    parts = urllib.parse.urlsplit(url)
+    netloc = parts.hostname or ""
+    if parts.port:
+        netloc += f":{parts.port}"
+    if parts.username:
+        netloc = f"{parts.username}@{netloc}"
+    query = [
+        (k, v)
+        for k, v in urllib.parse.parse_qsl(parts.query)
+        if k in ("host", "port", "service", "dbname")
+    ]
+    return urllib.parse.urlunsplit(
+        ("postgresql", netloc, parts.path, urllib.parse.urlencode(query, safe="/"), "")
+    )
 
 
 @dataclass(frozen=True)
@@ -185,6 +231,17 @@ def merge(base: T, values: Mapping[str, Any], where: str, warnings: list[str]) -
             f" using {getattr(base, 'vectors', 'auto')!r}"
         )
         result = dataclasses.replace(result, vectors=getattr(base, "vectors", "auto"))
+    if (
+        isinstance(result, IndexSettings)
+        and isinstance(base, IndexSettings)
+        and result.store
+        and not result.store.startswith(STORE_SCHEMES)
+    ):
+        warnings.append(
+            f"index.store must be empty or a postgresql:// URL, not {result.store!r};"
+            f" using {base.store or 'the embedded index'!r}"
+        )
+        result = dataclasses.replace(result, store=base.store)
     if isinstance(result, ChunkSettings) and result.overlap_cost >= result.max_cost:
         warnings.append("chunking.overlap_cost must be smaller than max_cost; using defaults")
         return base
@@ -196,10 +253,33 @@ def read_settings_file(docs_root: Path, warnings: list[str]) -> Mapping[str, Any
     if not path.is_file():
         return {}
     try:
-        return tomllib.loads(path.read_text("utf-8"))
+        values = tomllib.loads(path.read_text("utf-8"))
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         warnings.append(f"{path}: {exc}; using defaults")
         return {}
+    index = values.get("index")
+    store = index.get("store") if isinstance(index, dict) else None
+    if isinstance(index, dict) and isinstance(store, str) and store_password(store):
+        # A file in the documents folder is shared (checked in): never a secret there.
+        warnings.append(
+            f"{path}: index.store holds a password; it is ignored (use PGPASSWORD,"
+            " ~/.pgpass or a pg_service.conf service)"
+        )
+        index["store"] = _without_password(store)
+    return values
+
+
+def _without_password(url: str) -> str:
+    parts = urllib.parse.urlsplit(url)
+    netloc = parts.hostname or ""
+    if parts.port:
+        netloc += f":{parts.port}"
+    if parts.username:
+        netloc = f"{parts.username}@{netloc}"
+    query = [(k, v) for k, v in urllib.parse.parse_qsl(parts.query) if k != "password"]
+    return urllib.parse.urlunsplit(
+        (parts.scheme, netloc, parts.path, urllib.parse.urlencode(query, safe="/"), "")
+    )
 
 
 def load_settings(docs_root: Path, *overrides: Mapping[str, Any]) -> tuple[Settings, list[str]]:

@@ -1,6 +1,7 @@
 """The DocumentIndex contract, run against every implementation: what ingest and
 retrieval rely on.  A server-side backend (a database holding files, chunks,
-vectors and keyword terms) is added to ``BACKENDS`` and must pass as it stands.
+vectors and keyword terms) is added to ``BACKENDS`` and must pass as it stands:
+the team index on PostgreSQL does, with a real server (``postgres`` fixture).
 """
 
 from __future__ import annotations
@@ -8,7 +9,9 @@ from __future__ import annotations
 import contextlib
 import os
 import time
+import threading
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -16,6 +19,7 @@ import pytest
 
 from citeline.backends.embedded import EmbeddedIndex
 from citeline.backends.faiss import FaissVectorIndex
+from citeline.backends.postgres.index import PostgresIndex
 from citeline.core.chunking import ChunkSettings
 from citeline.core.documents import Chunk
 from citeline.core.index import DocumentIndex, IndexCounts, IndexIdentity, NewChunk
@@ -24,11 +28,36 @@ from memory import MemoryVectorIndex
 
 IDENTITY = IndexIdentity("model-a", "a.gguf", 3, ChunkSettings())
 
-# Each opens the index at a place (a folder here); opening twice gives two handles
-# on one index, as two processes would have.
-BACKENDS: dict[str, Callable[[Path, IndexIdentity], DocumentIndex]] = {
-    "embedded-faiss": lambda place, identity: EmbeddedIndex(place, identity, FaissVectorIndex),
-    "embedded-memory": lambda place, identity: EmbeddedIndex(place, identity, MemoryVectorIndex),
+
+@dataclass
+class Place:
+    """Where one test's index lives: a folder, or a collection on the test server."""
+
+    folder: Path
+    request: pytest.FixtureRequest
+    collection: str = ""
+
+    def postgres(self) -> str:
+        server = self.request.getfixturevalue("postgres")
+        self.collection = self.collection or server.fresh_collection()
+        return str(server.url)
+
+
+# Each opens the index at a place; opening twice gives two handles on one index, as
+# two processes would have.
+BACKENDS: dict[str, Callable[[Place, IndexIdentity], DocumentIndex]] = {
+    "embedded-faiss": lambda place, identity: EmbeddedIndex(
+        place.folder, identity, FaissVectorIndex
+    ),
+    "embedded-memory": lambda place, identity: EmbeddedIndex(
+        place.folder, identity, MemoryVectorIndex
+    ),
+    "postgresql": lambda place, identity: PostgresIndex(
+        place.postgres(), place.collection, identity, read_only=False
+    ),
+    "postgresql-exact": lambda place, identity: PostgresIndex(
+        place.postgres(), place.collection, identity, read_only=False, exact=True
+    ),
 }
 
 Opener = Callable[[IndexIdentity], DocumentIndex]
@@ -37,9 +66,10 @@ Opener = Callable[[IndexIdentity], DocumentIndex]
 @pytest.fixture(params=list(BACKENDS))
 def open_index(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Opener]:
     opened: list[DocumentIndex] = []
+    place = Place(tmp_path / "index", request)
 
     def opener(identity: IndexIdentity = IDENTITY) -> DocumentIndex:
-        opened.append(BACKENDS[request.param](tmp_path / "index", identity))
+        opened.append(BACKENDS[request.param](place, identity))
         return opened[-1]
 
     yield opener
@@ -89,7 +119,7 @@ def put(
 
 def test_a_new_index_is_empty(open_index: Opener) -> None:
     index = open_index()
-    assert index.identity == IDENTITY and index.location
+    assert index.identity == IDENTITY and index.location and not index.read_only
     assert index.files() == {} and index.file_errors() == []
     assert index.counts() == IndexCounts(0, 0) and index.last_update() is None
     assert index.dense_search(unit(1, 0, 0), 5) == []
@@ -123,6 +153,7 @@ def test_a_file_is_replaced_whole_and_found_by_every_search(open_index: Opener) 
     assert index.similarity(unit(0, 1, 0), [added[1], 424242]) == {added[1]: pytest.approx(1.0)}
     assert [i for i, _ in index.keyword_search(terms("warm basil"), 5)] == [added[1]]
     assert index.document_frequencies(terms("sun")) == (2, {"sun": 1})
+    assert index.content_hashes(["garden.md", "absent.md"]) == {"garden.md": "hash-garden.md-2"}
     # replacing the file replaces every chunk, its terms and its vectors
     with index.writing():
         removed, again = put(
@@ -194,6 +225,7 @@ def test_errors_touches_and_removal(open_index: Opener) -> None:
         put(index, "a.md", ["Alpha."], [unit(1, 0, 0)])
         index.touch_file("a.md", 99, 12345)
     assert index.file_errors() == [("scan.pdf", "PDF has no text layer (scanned?)")]
+    assert index.content_hashes(["scan.pdf"]) == {}  # a file in error has no usable hash
     assert index.counts() == IndexCounts(1, 1)  # a file in error is not counted
     assert (index.files()["a.md"].size, index.files()["a.md"].mtime_ns) == (99, 12345)
     assert index.files(["a.md", "nope.md"]) == {"a.md": index.files()["a.md"]}  # only those
@@ -206,11 +238,16 @@ def test_errors_touches_and_removal(open_index: Opener) -> None:
 
 def test_another_handle_sees_committed_changes_after_refresh(open_index: Opener) -> None:
     reader, writer = open_index(), open_index()
+    heard = threading.Event()
+    tells = reader.subscribe(heard.set)  # an index that can tell, tells
+    before = reader.generation()
     with writer.writing():
         (added,) = put(writer, "b.md", ["Bravo."], [unit(0, 1, 0)])[1]
     reader.refresh()
+    assert reader.generation() > before
     assert reader.dense_search(unit(0, 1, 0), 1)[0][0] == added
     assert reader.chunks_by_id([added])[added].text == "Bravo."
+    assert not tells or heard.wait(10)
 
 
 def test_another_model_starts_over_and_other_chunking_keeps_vectors(open_index: Opener) -> None:

@@ -8,22 +8,38 @@ import math
 import sqlite3
 from collections.abc import Callable, Iterator
 
+import psycopg
+import psycopg.sql
 import pytest
 
+from citeline.backends.postgres import keywords as pg_keywords
 from citeline.backends.sqlite import fts5
 from citeline.core.keywords import KeywordIndex, terms
 from memory import MemoryKeywordIndex
 
 
-def fts5_index() -> KeywordIndex:
+def fts5_index(request: pytest.FixtureRequest) -> KeywordIndex:
     db = sqlite3.connect(":memory:", isolation_level=None)
     db.executescript(fts5.SCHEMA)
     return fts5.Fts5KeywordIndex(db)
 
 
-FACTORIES: dict[str, Callable[[], KeywordIndex]] = {
+def postgres_index(request: pytest.FixtureRequest) -> KeywordIndex:
+    """The team index's keyword tables in a fresh schema of the test server."""
+    server = request.getfixturevalue("postgres")
+    schema = f"kw_{server.fresh_collection()}"
+    conn = psycopg.connect(server.url, autocommit=True)
+    request.addfinalizer(conn.close)
+    conn.execute(psycopg.sql.SQL("CREATE SCHEMA {}").format(psycopg.sql.Identifier(schema)))
+    pg_keywords.create_tables(conn, schema)
+    return pg_keywords.PostgresKeywordIndex(conn, schema)
+
+
+# Each makes an empty index (with whatever the test session provides).
+FACTORIES: dict[str, Callable[[pytest.FixtureRequest], KeywordIndex]] = {
     "fts5": fts5_index,
-    "memory": MemoryKeywordIndex,
+    "memory": lambda request: MemoryKeywordIndex(),
+    "postgresql": postgres_index,
 }
 
 CHUNKS = {
@@ -39,7 +55,7 @@ CHUNKS = {
 
 @pytest.fixture(params=list(FACTORIES))
 def index(request: pytest.FixtureRequest) -> Iterator[KeywordIndex]:
-    made = FACTORIES[request.param]()
+    made = FACTORIES[request.param](request)
     for chunk_id, text in CHUNKS.items():
         made.add(chunk_id, " ".join(terms(text)))
     yield made

@@ -28,7 +28,7 @@ import logging
 import os
 import stat
 import time
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -87,6 +87,14 @@ class EmbeddedIndex:
         return str(self.index_dir)
 
     @property
+    def collection(self) -> str | None:
+        return None
+
+    @property
+    def read_only(self) -> bool:
+        return False
+
+    @property
     def vectors_path(self) -> Path:
         return self.index_dir / VECTORS_FILE
 
@@ -132,7 +140,16 @@ class EmbeddedIndex:
         if self.store.generation != self._loaded_generation:
             self.vectors = self._open_vectors()
 
+    def generation(self) -> int:
+        return self.store.generation
+
+    def subscribe(self, callback: Callable[[], None]) -> bool:
+        return False  # the folder's own daemon writes it; other writers are rare
+
     # -- reading ----------------------------------------------------------------------
+
+    def content_hashes(self, paths: Iterable[str]) -> dict[str, str]:
+        return self.store.content_hashes(paths)
 
     def files(self, paths: Iterable[str] | None = None) -> dict[str, FileRecord]:
         return self.store.files(paths)

@@ -1,8 +1,9 @@
 """The one base class for problems a backend reports to the user.
 
 A model file that is missing, not GGUF or the wrong kind, an index database that
-is damaged: each backend raises a subclass of :class:`BackendError` whose message
-is one line naming the file, fit to show as is.  The front ends treat every
+is damaged, a database server that cannot be reached: each backend raises a
+subclass of :class:`BackendError` whose message is one line naming the file or
+the server, fit to show as is.  The front ends treat every
 ``BackendError`` as expected (``citeline.service.errors``): a one-line message,
 never a traceback.
 """
@@ -15,3 +16,14 @@ class BackendError(Exception):
 class IndexDamaged(BackendError):
     """A folder's index is damaged.  It is derived from the documents: the backend moves
     it aside and rebuilds it when it is opened again, so the service reopens it."""
+
+
+class IndexUnavailable(BackendError):
+    """The server an index lives on cannot be reached now (it is down, restarting or
+    the network is gone).  Trying again later may work: the service retries on its
+    own and reports the folder in error meanwhile."""
+
+
+class IndexMismatch(BackendError):
+    """An index was built by another embedding model than the one configured, and
+    this handle may not rebuild it (a reader of a shared collection)."""

@@ -6,20 +6,23 @@ chunk's vector (content-addressed: the key is a hash of the text embedded) and
 keyword terms, and answers dense (cosine), keyword (BM25) and by-id lookups.  A
 file's chunks, terms and new vectors change in one transaction with its file
 row.  The embedded backend (SQLite + FAISS in ``<docs>/.citeline``,
-``citeline.backends.embedded``) is the default; a database server can implement
-the protocol whole.
+``citeline.backends.embedded``) is the default; a database server implements the
+protocol whole (``citeline.backends.postgres``: a team collection that one writer
+keeps up to date and many readers search, read-only).
 
 The index records the identity that built it (:class:`IndexIdentity`).
 :func:`reconcile_identity` is the one rule for a mismatch: another embedding model
 clears every vector (never mix vectors from two models); other chunk settings
 re-chunk but keep vectors, since equal text under the same model gives equal
-vectors.
+vectors.  A read-only handle (a reader of a shared collection) never changes
+what it finds: :func:`check_identity` refuses another embedding model instead,
+naming both.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import NamedTuple, Protocol
@@ -28,6 +31,7 @@ from citeline.core import keywords
 from citeline.core.chunking import ChunkSettings
 from citeline.core.documents import Chunk
 from citeline.core.embedding import FloatMatrix
+from citeline.core.errors import IndexMismatch
 
 log = logging.getLogger(__name__)
 
@@ -111,8 +115,25 @@ def reconcile_identity(meta: IndexMeta, identity: IndexIdentity) -> None:
     meta.set_meta("chunking", identity.chunking_key)
 
 
+def check_identity(meta: IndexMeta, identity: IndexIdentity, where: str) -> None:
+    """For a handle that may not rebuild the index: raise :class:`IndexMismatch`,
+    naming both models, when the index was built by another embedding model."""
+    stored = meta.get_meta("embedder")
+    if stored in (None, identity.embedder_key):
+        return
+    name = meta.get_meta("embedder_name") or "an unknown model"
+    dimension = meta.get_meta("dimension") or "?"
+    raise IndexMismatch(
+        f"{where} was indexed with embedding model {name} ({dimension} dimensions), but"
+        f" this Citeline is configured with {identity.embedder_name}"
+        f" ({identity.dimension} dimensions); configure the collection's model"
+        " (embedding.model) to search it"
+    )
+
+
 class DocumentIndex(Protocol):
-    """One documents folder's index.  Use from one thread.
+    """One documents folder's index.  Use from one thread (``subscribe``'s callback
+    excepted).
 
     Paths are relative to the documents folder, with forward slashes; chunk ids are
     the ids every search returns.
@@ -123,13 +144,39 @@ class DocumentIndex(Protocol):
 
     @property
     def location(self) -> str:
-        """Where the index lives, for people: a folder, a database collection."""
+        """Where the index lives, for people: a folder, a database collection (never
+        with a password)."""
+        ...
+
+    @property
+    def collection(self) -> str | None:
+        """The shared collection's name, None for a folder's own index."""
+        ...
+
+    @property
+    def read_only(self) -> bool:
+        """True for a reader of a shared collection: ``writing()`` raises."""
         ...
 
     # -- reading ------------------------------------------------------------------
 
     def refresh(self) -> None:
         """Pick up changes another process committed."""
+        ...
+
+    def generation(self) -> int:
+        """A number that grows with every committed change to chunks."""
+        ...
+
+    def subscribe(self, callback: Callable[[], None]) -> bool:
+        """Call ``callback`` (from another thread, possibly often) when another process
+        may have committed a change or the index's server was lost or came back.
+        False when this index cannot tell (callers refresh on their own)."""
+        ...
+
+    def content_hashes(self, paths: Iterable[str]) -> dict[str, str]:
+        """The content hash (sha256 of the file's bytes) recorded for each of ``paths``
+        that is indexed without error."""
         ...
 
     def files(self, paths: Iterable[str] | None = None) -> dict[str, FileRecord]:

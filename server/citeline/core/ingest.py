@@ -129,6 +129,13 @@ def plan_changes(
     )
 
 
+def content_hash(path: Path, max_bytes: int, *, root: Path | None = None) -> str:
+    """The sha256 of a file's bytes, read as ingest reads them (a regular file, bounded,
+    inside ``root``): what the index records and readers compare their copy with;
+    LoadError when it cannot be read."""
+    return hashlib.sha256(read_document(path, max_bytes, root=root)).hexdigest()
+
+
 def _same_stat(record: FileRecord | None, path: Path | os.DirEntry[str]) -> bool:
     """Whether ``path`` has the size and mtime the index recorded for it."""
     if record is None:

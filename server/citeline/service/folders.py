@@ -15,8 +15,9 @@ Changes on disk go to the :class:`~citeline.service.scheduler.IngestScheduler`.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -57,6 +58,9 @@ class Folder:
     watcher: FolderWatcher | None = None
     opened: FolderStatus | None = None  # the index's own status after the last batch
     recovering: bool = False  # reopening an index found damaged while in use
+    # Called from any thread when a team collection changed elsewhere (or its server
+    # was lost or came back): the folder refreshes.
+    on_index_change: Callable[[], None] | None = None
     # Index worker thread only.
     workspace: Workspace | None = None
 
@@ -74,8 +78,12 @@ class Folder:
 
     def status(self, generation_name: str) -> FolderStatus:
         """The folder's status from what the event loop knows (no worker involved)."""
+        team = self.settings.index
         opened = self.opened or FolderStatus(
-            docs=self.root, index=str(self.settings.index_dir(self.root))
+            docs=self.root,
+            index=team.location() if team.team else str(self.settings.index_dir(self.root)),
+            collection=team.collection_name if team.team else None,
+            read_only=team.team,
         )
         return replace(
             opened,
@@ -137,6 +145,8 @@ def ensure_open(folder: Folder, backends: Backends) -> Workspace:
         ws.ingestor.batch_chunks = INGEST_BATCH_CHUNKS
         ws.ingestor.embed_chunks = INGEST_EMBED_CHUNKS
         folder.workspace = ws
+        if folder.on_index_change is not None:
+            ws.index.subscribe(folder.on_index_change)
     elif ws.settings != wanted:
         ws.apply_settings(wanted)
     return ws
@@ -197,6 +207,30 @@ class Folders:
             folder.message = f"documents folder {root} does not exist"
             self.events.status_changed(immediate=True)
             return folder
+        loop = asyncio.get_running_loop()
+
+        def index_changed() -> None:  # any thread
+            with contextlib.suppress(RuntimeError):  # the loop has closed
+                loop.call_soon_threadsafe(self._on_index_change, folder)
+
+        folder.on_index_change = index_changed
+        self._watch(folder)
+        # A team collection's reader only refreshes: no progress to show.
+        team = folder.settings.index.team
+        self.scheduler.schedule(folder, None, now=True, progress=not team)
+        self.events.status_changed(immediate=True)
+        return folder
+
+    def _watch(self, folder: Folder) -> None:
+        """Watch the folder's files unless it reads a team collection (its writer
+        indexes the canonical checkout; this folder only backs citations)."""
+        if folder.settings.index.team or folder.closed:
+            if folder.watcher is not None:
+                folder.watcher.stop()
+                folder.watcher = None
+            return
+        if folder.watcher is not None:
+            return
         try:
             folder.watcher = FolderWatcher(
                 folder.documents,
@@ -207,11 +241,13 @@ class Folders:
             )
             folder.watcher.start()
         except OSError as exc:  # inotify limits and the like: saves still reach us
-            log.warning("cannot watch %s: %s; changes are seen on save only", root, exc)
+            log.warning("cannot watch %s: %s; changes are seen on save only", folder.root, exc)
             folder.watcher = None
-        self.scheduler.schedule(folder, None, now=True, progress=True)
-        self.events.status_changed(immediate=True)
-        return folder
+
+    def _on_index_change(self, folder: Folder) -> None:
+        """A team collection changed elsewhere (or its server went or came back)."""
+        if not folder.closed and folder.settings.index.team:
+            self.scheduler.schedule(folder, None)
 
     def remove(self, folder: Folder) -> None:
         """Stop serving ``folder``: its watcher, its pending work, what was shown of it."""
@@ -263,6 +299,8 @@ class Folders:
                 continue
             reopen = needs_reopen(f.settings, settings)
             f.settings = settings
+            if f.root.is_dir():
+                self._watch(f)
             if reopen and not f.closed and f.root.is_dir():
                 log.info("%s: settings changed the index; updating it", f.name)
                 self.scheduler.schedule(f, None, now=True, progress=True)
@@ -275,7 +313,7 @@ class Folders:
         folder, rel = found
         if rel == SETTINGS_FILE:
             self.reload_settings(folder)
-        elif folder.documents.candidate(rel):
+        elif folder.documents.candidate(rel) and not folder.settings.index.team:
             self.scheduler.schedule(folder, [rel], now=True)
 
     def _on_disk_change(

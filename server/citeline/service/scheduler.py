@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from citeline.core import loaders
-from citeline.core.errors import IndexDamaged
+from citeline.core.errors import IndexDamaged, IndexUnavailable
 from citeline.core.ingest import IngestReport
 from citeline.service.errors import EXPECTED_ERRORS, ServiceError
 from citeline.service.events import Events, Progress
@@ -38,6 +38,7 @@ QUIET_SECONDS = 0.3  # a batch starts after this long without a new change…
 MAX_WAIT_SECONDS = 2.0  # …or this long after the first change of a burst
 PROGRESS_MIN_FILES = 20  # smaller watcher batches do not show progress
 COUNTS_INTERVAL = 0.25  # seconds between count refreshes while indexing
+RETRY_SECONDS = 2.0  # an index whose server is unreachable is tried again this often
 
 
 @dataclass(eq=False)
@@ -156,7 +157,8 @@ class IngestScheduler:
         cancel = threading.Event()
         queue.cancel = cancel
         queue.in_flight = len(paths) if paths is not None else 0
-        if folder.state != "indexing":
+        refresh_only = folder.settings.index.team  # a reader: nothing to index
+        if folder.state != "indexing" and not refresh_only:
             folder.state = "indexing"
             self.events.status_changed(immediate=True)
         shown: Progress | None = None
@@ -222,12 +224,16 @@ class IngestScheduler:
                 self.schedule(folder, None, now=True, progress=True)
                 _fail(waiters, exc)
                 return
-            if isinstance(exc, EXPECTED_ERRORS):
-                log.error("%s: indexing failed: %s", folder.name, exc)
-            else:
+            message = str(exc) or type(exc).__name__
+            if not isinstance(exc, EXPECTED_ERRORS):
                 log.error("%s: indexing failed: %s", folder.name, exc, exc_info=exc)
+            elif folder.state != "error" or folder.message != message:
+                # once per state: a team server that stays away is retried quietly
+                log.error("%s: indexing failed: %s", folder.name, message)
             folder.state = "error"
-            folder.message = str(exc) or type(exc).__name__
+            folder.message = message
+            if isinstance(exc, IndexUnavailable):  # the server may come back: try again
+                loop.call_later(RETRY_SECONDS, self.schedule, folder, None)
             _fail(waiters, exc)
             if shown is not None:
                 shown.end(f"failed: {folder.message}")

@@ -38,7 +38,7 @@ class ModelNames:
 @dataclass(frozen=True)
 class FolderStatus:
     docs: Path
-    index: str  # where the index lives: a folder (or, for another backend, a collection)
+    index: str  # where the index lives: a folder, or a team collection (URL#name, no secrets)
     state: State = "ready"
     message: str | None = None  # why the folder is in state "error"
     files: int = 0  # documents indexed without error
@@ -50,6 +50,9 @@ class FolderStatus:
     dimension: int | None = None  # of the embedding vectors, once the index is open
     chunking: str = ""  # the chunk settings' fingerprint
     last_update: float | None = None  # when a file was last indexed
+    collection: str | None = None  # a team index's collection (None: the folder's own)
+    generation: int | None = None  # grows with every committed change, once open
+    read_only: bool = False  # a reader of a team collection
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -65,6 +68,9 @@ class FolderStatus:
             "dimension": self.dimension,
             "chunking": self.chunking,
             "last_update": _timestamp(self.last_update),
+            "collection": self.collection,
+            "generation": self.generation,
+            "read_only": self.read_only,
         }
         if self.message:
             out["message"] = self.message

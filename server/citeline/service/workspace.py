@@ -13,17 +13,18 @@ language server through its index worker; :func:`answer_mode` resolves ``auto``.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
-from dataclasses import dataclass
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
 
 from citeline.core.answering.settings import EXTRACTIVE, GENERATIVE
 from citeline.core.documents import Hit
 from citeline.core.embedding import Embedder
 from citeline.core.generation import Generator
 from citeline.core.index import DocumentIndex, IndexCounts
-from citeline.core.ingest import Between, Ingestor, IngestReport, ProgressCallback
+from citeline.core.ingest import Between, Ingestor, IngestReport, ProgressCallback, content_hash
 from citeline.core.records import record_ask
 from citeline.core.reranking import Reranker
 from citeline.core.retrieval import Retriever
@@ -35,6 +36,9 @@ if TYPE_CHECKING:  # the answer stage is imported by the first ask, not by a sea
     from citeline.service.workers import OnIndex
 
 T = TypeVar("T")
+
+LocalCopy = Literal["same", "differs", "missing"]
+"""How the file a citation names in this folder compares with the indexed one."""
 
 
 class Models(Protocol):
@@ -70,6 +74,13 @@ class Workspace:
     index: DocumentIndex
     ingestor: Ingestor
     retriever: Retriever
+    # path -> (size, mtime_ns, sha256) of local files already hashed
+    _local_hashes: dict[str, tuple[int, int, str]] = field(default_factory=dict, repr=False)
+
+    @property
+    def read_only(self) -> bool:
+        """A reader of a team collection: it never indexes its folder, only refreshes."""
+        return self.index.read_only
 
     @property
     def reranker(self) -> Reranker | None:
@@ -91,8 +102,38 @@ class Workspace:
         between: Between | None = None,
     ) -> IngestReport:
         """Bring ``paths`` (None: the whole folder) up to date with the disk; ``between``
-        is called between steps (files read, model calls)."""
+        is called between steps (files read, model calls).  A reader of a team
+        collection only picks up what its writer committed."""
+        if self.read_only:
+            started = time.perf_counter()
+            self.index.refresh()
+            report = self.ingestor.report()
+            report.seconds = time.perf_counter() - started
+            return report
         return self.ingestor.update(paths, progress=progress, cancelled=cancelled, between=between)
+
+    def local_copies(self, paths: Iterable[str]) -> dict[str, LocalCopy]:
+        """For each path (relative to the folder): is the file here the one the index
+        holds (same content hash)?  A citation jumps to its lines only when it is."""
+        wanted = list(dict.fromkeys(paths))
+        indexed = self.index.content_hashes(wanted)
+        limit = self.ingestor.max_file_bytes
+        out: dict[str, LocalCopy] = {}
+        for rel in wanted:
+            path = self.docs_root / rel
+            try:
+                st = path.stat()
+                known = self._local_hashes.get(rel)
+                if known is not None and known[:2] == (st.st_size, st.st_mtime_ns):
+                    digest = known[2]
+                else:
+                    digest = content_hash(path, limit)
+                    self._local_hashes[rel] = (st.st_size, st.st_mtime_ns, digest)
+            except OSError:
+                out[rel] = "missing"
+                continue
+            out[rel] = "same" if indexed.get(rel) == digest else "differs"
+        return out
 
     def search(
         self, query: str, k: int | None = None, *, mode: str | None = None, rerank: bool = True
@@ -145,6 +186,9 @@ class Workspace:
             dimension=self.embedder.dimension,
             chunking=self.settings.chunking.fingerprint(),
             last_update=self.index.last_update(),
+            collection=self.index.collection,
+            generation=self.index.generation(),
+            read_only=self.read_only,
         )
 
     def close(self) -> None:

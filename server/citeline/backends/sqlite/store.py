@@ -169,6 +169,29 @@ def rebuild_marker(path: Path) -> Path:
     return path.with_name(path.name + ".needs-rebuild")
 
 
+def read_vectors(
+    path: Path, embedder_key: str, dimension: int, batch: int = 4096
+) -> Iterator[list[tuple[str, npt.NDArray[np.float32]]]]:
+    """The vectors of the index database at ``path``, opened read-only, in batches;
+    StoreError unless it was built by the model ``embedder_key`` names."""
+    try:
+        db = sqlite3.connect(f"{path.absolute().as_uri()}?mode=ro", uri=True)
+        row = db.execute("SELECT value FROM meta WHERE key = 'embedder'").fetchone()
+    except sqlite3.DatabaseError as exc:
+        raise StoreError(f"cannot read index database {path}: {exc}") from exc
+    try:
+        if row is None or row[0] != embedder_key:
+            raise StoreError(
+                f"index database {path} was built by another embedding model; its vectors"
+                " cannot be reused"
+            )
+        cursor = db.execute("SELECT key, vector FROM vectors ORDER BY key")
+        while rows := cursor.fetchmany(batch):
+            yield [(str(k), np.frombuffer(v, dtype=np.float32, count=dimension)) for k, v in rows]
+    finally:
+        db.close()
+
+
 class SqliteStore:
     """SQLite-backed store.  One instance per thread; SQLite serialises writers.
 
@@ -286,6 +309,19 @@ class SqliteStore:
             "SELECT path, note FROM files WHERE note IS NOT NULL AND error IS NULL"
         ).fetchall()
         return sorted((path_of(p), str(n)) for p, n in rows)
+
+    def content_hashes(self, paths: Iterable[str]) -> dict[str, str]:
+        wanted = list(dict.fromkeys(paths))
+        out: dict[str, str] = {}
+        for start in range(0, len(wanted), 500):
+            part = wanted[start : start + 500]
+            marks = ",".join("?" * len(part))
+            rows = self._db.execute(
+                f"SELECT path, content_hash FROM files WHERE error IS NULL AND path IN ({marks})",
+                part,
+            )
+            out.update((str(p), str(h)) for p, h in rows)
+        return out
 
     def chunk_ids_for(self, path: str) -> list[int]:
         rows = self._db.execute(
