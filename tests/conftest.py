@@ -199,7 +199,7 @@ async def served(tmp_path: Path, models: ModelPool) -> AsyncIterator[Served]:
 
 
 @pytest.fixture(scope="session")
-def postgres(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TestServer]:
-    server = TestServer(tmp_path_factory.mktemp("postgres"))
+def postgres() -> Iterator[TestServer]:
+    server = TestServer()
     yield server
     server.close()

@@ -10,6 +10,7 @@ import contextlib
 import os
 import time
 import threading
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path

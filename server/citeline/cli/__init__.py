@@ -40,10 +40,28 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("-v", "--verbose", action="store_true", help="log details to stderr")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
+    def store_options(command: argparse.ArgumentParser) -> None:
+        command.add_argument(
+            "--store",
+            metavar="URL",
+            help="a team index: postgresql://[user@]host[:port]/database (credentials from"
+            " PGPASSWORD, ~/.pgpass or a service file, never the command line)",
+        )
+        command.add_argument("--collection", help="the team index's collection (default: default)")
+
     def docs_option(command: argparse.ArgumentParser, default: str | None = ".") -> None:
         command.add_argument("--docs", default=default, help="documents folder (default: current)")
         command.add_argument("--model", help="GGUF embedding model (default: bundled MiniLM)")
         command.add_argument("--reranker", help="GGUF reranker model (default: none)")
+        store_options(command)
+
+    def seed_option(command: argparse.ArgumentParser) -> None:
+        command.add_argument(
+            "--seed-from",
+            metavar="DIR",
+            help="team index: first copy the vectors of this embedded index (a documents"
+            " folder or its .citeline) built with the same model, so they are not embedded again",
+        )
 
     def json_option(command: argparse.ArgumentParser) -> None:
         command.add_argument("--json", action="store_true", help="print one JSON object")
@@ -53,8 +71,13 @@ def _parser() -> argparse.ArgumentParser:
             "--no-update", action="store_true", help="do not update the index first"
         )
 
-    command = sub.add_parser("index", help="build or update the index of a documents folder")
+    command = sub.add_parser(
+        "index",
+        help="build or update the index of a documents folder (with --store: write the team"
+        " collection from this checkout)",
+    )
     docs_option(command)
+    seed_option(command)
     json_option(command)
     command.set_defaults(run=commands.run_index)
 
@@ -93,6 +116,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     command.add_argument("--log-file", help="also write the log to this file")
     command.add_argument("--stdio", action="store_true", help="serve over stdio (the default)")
+    store_options(command)
     command.set_defaults(run=commands.run_serve)
 
     command = sub.add_parser(
@@ -118,6 +142,13 @@ def _parser() -> argparse.ArgumentParser:
         help="answer modes to score with --answers (default: extractive,generative)",
     )
     command.add_argument("--work", help="where benchmark corpora are written and indexed")
+    store_options(command)
+    seed_option(command)
+    command.add_argument(
+        "--exact-search",
+        action="store_true",
+        help="team index: exact vector search instead of the HNSW index (to measure it)",
+    )
     json_option(command)
     command.set_defaults(run=commands.run_eval)
 

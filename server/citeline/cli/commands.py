@@ -23,19 +23,44 @@ log = logging.getLogger("citeline")
 DEMO_QUERY = "Where does Citeline store its index?"
 
 
-def _open(args: argparse.Namespace, docs: Path | None = None) -> Workspace:
-    """The folder's workspace: settings from citeline.toml, then --model and --reranker."""
-    from citeline.app import open_workspace
+def store_overrides(args: argparse.Namespace) -> dict[str, object]:
+    """The settings --store, --collection and --exact-search stand for."""
+    index: dict[str, object] = {}
+    if getattr(args, "store", None):
+        index["store"] = args.store
+    if getattr(args, "collection", None):
+        index["collection"] = args.collection
+    if getattr(args, "exact_search", False):
+        index["exact_search"] = True
+    return {"index": index} if index else {}
+
+
+def _open(
+    args: argparse.Namespace, docs: Path | None = None, *, write_collection: bool = False
+) -> Workspace:
+    """The folder's workspace: settings from citeline.toml, then --model, --reranker,
+    --store and --collection.  A team collection is written only by ``index`` and
+    ``eval`` (``write_collection``); every other command reads it."""
+    from citeline.app import open_workspace, seed_vectors
     from citeline.settings import load_settings
 
     docs = docs if docs is not None else Path(args.docs).expanduser()
-    overrides: dict[str, object] = {}
+    overrides: dict[str, object] = store_overrides(args)
     if getattr(args, "model", None):
         overrides["embedding"] = {"model": args.model}
     if getattr(args, "reranker", None):
         overrides["reranking"] = {"model": args.reranker}
     settings, _ = load_settings(docs, overrides)
-    return open_workspace(docs, settings)
+    workspace = open_workspace(docs, settings, write_collection=write_collection)
+    if getattr(args, "seed_from", None):
+        try:
+            with progress("seeding vectors"):
+                seeded = seed_vectors(workspace, Path(args.seed_from))
+        except BaseException:
+            workspace.close()
+            raise
+        log.info("seeded %d vectors from %s", seeded, args.seed_from)
+    return workspace
 
 
 def _print_json(value: object) -> None:
@@ -64,7 +89,7 @@ def _location(item: dict[str, Any]) -> str:
 
 
 def run_index(args: argparse.Namespace) -> int:
-    workspace = _open(args)
+    workspace = _open(args, write_collection=True)
     try:
         with progress("indexing") as bar:
             report = workspace.update(progress=bar)
@@ -115,6 +140,7 @@ def run_status(args: argparse.Namespace) -> int:
     rows = {
         "docs": out["docs"],
         "index": out["index"],
+        "generation": out["generation"],
         "files": out["files"],
         "chunks": out["chunks"],
         "model": out["models"]["embedding"],
@@ -130,12 +156,20 @@ def run_status(args: argparse.Namespace) -> int:
     return 0
 
 
-def _citation_line(citation: dict[str, Any]) -> str:
+def _citation_line(citation: dict[str, Any], local_copy: str = "same") -> str:
     where = _location(citation)
     if citation["page"] is None and citation["end_line"] not in (None, citation["start_line"]):
         where += f"-{citation['end_line']}"
     section = f"  § {citation['section']}" if citation["section"] else ""
-    return f"[{citation['n']}] {where}{section}"
+    note = _LOCAL_NOTES.get(local_copy, "")
+    return f"[{citation['n']}] {where}{section}{note}"
+
+
+# How a citation's file here compares with the indexed one (a team index's reader).
+_LOCAL_NOTES = {
+    "differs": "  (your copy of this file differs from the indexed one)",
+    "missing": "  (not in your copy of the documents)",
+}
 
 
 def run_ask(args: argparse.Namespace) -> int:
@@ -150,6 +184,7 @@ def run_ask(args: argparse.Namespace) -> int:
     try:
         _update_first(workspace, args)
         answer = workspace.ask(args.question, on_token=None if args.json else on_token)
+        copies = workspace.local_copies(c.path for c in answer.citations)
     finally:
         workspace.close()
     result = answer.to_json()
@@ -169,7 +204,7 @@ def run_ask(args: argparse.Namespace) -> int:
         print()
         print("Sources:" if answer.language != "zh" else "出处：")
         for citation in citations:
-            print(_citation_line(citation))
+            print(_citation_line(citation, copies.get(str(citation["path"]), "same")))
     return 0
 
 
@@ -202,7 +237,7 @@ def run_eval(args: argparse.Namespace) -> int:
         raise ServiceError("citeline eval questions needs --docs DIR")
     else:
         docs = Path(args.docs).expanduser()
-    workspace = _open(args, docs)
+    workspace = _open(args, docs, write_collection=True)
     try:
         modes = [m.strip() for m in args.modes.split(",") if m.strip()]
         out = evaluate(workspace, evalset, answers=args.answers, modes=modes, progress=progress)
@@ -229,6 +264,7 @@ def run_serve(args: argparse.Namespace) -> int:
         log_file=args.log_file,
         verbose=args.verbose,
         token_file=args.token_file,
+        settings=store_overrides(args),
     )
 
 

@@ -16,6 +16,7 @@ from lsprotocol import types
 from citeline.lsp.convert import answer_json, path_to_uri
 from citeline.lsp.errors import reported
 from citeline.lsp.params import folder_param, object_params, string_param, token_param
+from citeline.service.workspace import cited_passages
 
 if TYPE_CHECKING:
     from citeline.lsp.server import CitelineServer
@@ -35,7 +36,12 @@ async def answer_request(
     served, answer = await ls.service.ask(
         question.strip(), folder, send_delta if token is not None else None
     )
-    return answer_json(answer.to_json(), served.root, path_to_uri(served.root))
+    result = answer.to_json()
+    paths = {str(item["path"]) for key in ("citations", "hits") for item in result[key]}  # type: ignore[attr-defined]
+    copies = await ls.service.local_copies(served, sorted(paths))
+    return answer_json(
+        result, served.root, path_to_uri(served.root), copies, cited_passages(answer)
+    )
 
 
 def register(ls: CitelineServer) -> None:

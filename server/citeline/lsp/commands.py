@@ -57,6 +57,9 @@ async def open_citation(ls: CitelineServer, citation: object) -> bool:
         except (cattrs.BaseValidationError, TypeError, ValueError, KeyError) as exc:
             raise invalid_params(f"{OPEN_CITATION}: 'range' is not an LSP range") from exc
     is_pdf = "#page=" in uri
+    if citation.get("local_copy", "same") != "same":
+        log.info("%s: the local copy of %s differs from the indexed one", OPEN_CITATION, uri)
+        return False  # its lines may hold something else: clients show the citation's text
     if not _client_shows_documents(ls):
         log.info("%s: the client cannot show documents (window/showDocument)", OPEN_CITATION)
         return False

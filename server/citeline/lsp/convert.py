@@ -57,11 +57,23 @@ def location_uri(root: Path, rel: str, page: int | None) -> str:
     return f"{uri}#page={page}" if page is not None else uri
 
 
-def located(item: Mapping[str, Any], root: Path, folder_uri: str) -> dict[str, Any]:
-    """A hit or citation JSON object with ``uri``, ``range`` and ``folder`` added."""
+def located(
+    item: Mapping[str, Any],
+    root: Path,
+    folder_uri: str,
+    local_copy: str = "same",
+    text: str | None = None,
+) -> dict[str, Any]:
+    """A hit or citation JSON object with ``uri``, ``range``, ``folder`` and ``local_copy``
+    added.  When the folder's own copy of the file is not the indexed one (``local_copy``
+    "differs" or "missing"), the object also carries the passage's ``text`` (from the
+    index): clients show it instead of jumping to lines that may hold something else."""
     page = item.get("page")
     page = page if isinstance(page, int) else None
     out = dict(item)
+    out["local_copy"] = local_copy
+    if local_copy != "same" and text is not None:
+        out["text"] = text
     out["uri"] = location_uri(root, str(item["path"]), page)
     if page is not None:
         out["range"] = line_range(None, None)
@@ -73,13 +85,28 @@ def located(item: Mapping[str, Any], root: Path, folder_uri: str) -> dict[str, A
     return out
 
 
-def answer_json(answer: Mapping[str, Any], root: Path, folder_uri: str) -> dict[str, Any]:
-    """``Answer.to_json()`` with the folder and every citation and hit located."""
+def answer_json(
+    answer: Mapping[str, Any],
+    root: Path,
+    folder_uri: str,
+    copies: Mapping[str, str] | None = None,
+    passages: Mapping[int, str] | None = None,
+) -> dict[str, Any]:
+    """``Answer.to_json()`` with the folder and every citation and hit located;
+    ``copies`` says per path whether the local file is the indexed one, ``passages``
+    gives each citation's text by its ``n``."""
+    copies = copies or {}
+    passages = passages or {}
     out = dict(answer)
     out["folder"] = folder_uri
-    for key in ("citations", "hits"):
-        items = answer.get(key) or []
-        out[key] = [located(item, root, folder_uri) for item in items]
+    out["citations"] = [
+        located(c, root, folder_uri, copies.get(str(c["path"]), "same"), passages.get(c["n"]))
+        for c in answer.get("citations") or []
+    ]
+    out["hits"] = [
+        located(h, root, folder_uri, copies.get(str(h["path"]), "same"))
+        for h in answer.get("hits") or []
+    ]
     return out
 
 
@@ -98,8 +125,11 @@ def md_escape(text: str) -> str:
 
 
 def link_target(hit: Mapping[str, Any]) -> str:
-    """Where a hover link points: ``uri#Lline`` for text, the ``#page=N`` URI for PDFs."""
+    """Where a hover link points: ``uri#Lline`` for text, the ``#page=N`` URI for PDFs;
+    the file alone when the local copy is not the indexed one (its lines may differ)."""
     uri = str(hit["uri"])
+    if hit.get("local_copy", "same") != "same":
+        return uri.split("#", 1)[0]
     if hit.get("page") is None and isinstance(hit.get("start_line"), int):
         return f"{uri}#L{hit['start_line']}"
     return uri
@@ -124,6 +154,8 @@ def hover_markdown(hits: Iterable[Mapping[str, Any]], *, markdown: bool = True) 
     parts: list[str] = []
     for hit in hits:
         section = str(hit.get("section") or "")
+        if hit.get("local_copy", "same") != "same":
+            section += " (your copy of this file differs from the indexed one)"
         quote = snippet(str(hit.get("text") or ""))
         if markdown:
             head = f"**[{md_escape(link_label(hit))}]({link_target(hit)})**"

@@ -37,7 +37,10 @@ async def search_request(
 ) -> list[dict[str, Any]]:
     """The hits as the client gets them: with ``uri``, ``range`` and ``folder``."""
     found = await ls.service.search(query, k, folder, rerank=rerank)
-    return [located(f.hit.to_json(), f.folder.root, path_to_uri(f.folder.root)) for f in found]
+    return [
+        located(f.hit.to_json(), f.folder.root, path_to_uri(f.folder.root), f.local_copy)
+        for f in found
+    ]
 
 
 # -- hover ---------------------------------------------------------------------

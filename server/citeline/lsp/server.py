@@ -183,8 +183,10 @@ def serve(
     log_file: str | None,
     verbose: bool,
     token_file: str | None = None,
+    settings: dict[str, Any] | None = None,
 ) -> int:
-    """Run the language server until the client exits; the process exit status."""
+    """Run the language server until the client exits; the process exit status.
+    ``settings`` (``--store``, ``--collection``) apply to every folder, over the editor's."""
     configure_logging(log_file, verbose)
     try:
         address = tcp_server.parse_tcp(tcp) if tcp else None
@@ -193,6 +195,7 @@ def serve(
         return 2
     streams = None if address else _protocol_streams()
     ls = build_server(docs)
+    ls.service.folders.command_line = dict(settings or {})
     log.info(
         "citeline %s serving %s", __version__, f"{address[0]}:{address[1]}" if address else "stdio"
     )

@@ -159,7 +159,8 @@ class Folders:
         self.workers = workers
         self.scheduler = scheduler
         self.events = events
-        self.editor_settings: dict[str, Any] = {}  # the top settings layer
+        self.editor_settings: dict[str, Any] = {}  # the editor's settings layer
+        self.command_line: dict[str, Any] = {}  # `citeline serve --store …`: the top layer
         self._folders: dict[str, Folder] = {}
 
     def __iter__(self) -> Iterator[Folder]:
@@ -197,7 +198,7 @@ class Folders:
     def add(self, root: Path) -> Folder:
         """Serve ``root``: read its settings, watch it, index it."""
         root = root.expanduser().absolute()
-        settings, warnings = load_settings(root, self.editor_settings)
+        settings, warnings = load_settings(root, self.editor_settings, self.command_line)
         folder = Folder(root=root, settings=settings, warnings=warnings)
         self._folders[folder.key] = folder
         self.events.show_warnings(folder.name, warnings)
@@ -291,7 +292,7 @@ class Folders:
     def reload_settings(self, folder: Folder | None = None) -> None:
         """Re-read citeline.toml and the editor's settings; reindex if the index must change."""
         for f in [folder] if folder is not None else list(self._folders.values()):
-            settings, warnings = load_settings(f.root, self.editor_settings)
+            settings, warnings = load_settings(f.root, self.editor_settings, self.command_line)
             new_warnings = [w for w in warnings if w not in f.warnings]
             f.warnings = warnings
             self.events.show_warnings(f.name, new_warnings)

@@ -20,6 +20,9 @@ F = TypeVar("F")
 class FolderHit(Generic[F]):
     folder: F
     hit: Hit
+    # Is the folder's own copy of the hit's file the indexed one?  "same", "differs"
+    # (a team index's reader whose clone is elsewhere) or "missing".
+    local_copy: str = "same"
 
 
 def merge_hits(per_folder: Sequence[tuple[F, Sequence[Hit]]], k: int) -> list[FolderHit[F]]:
@@ -38,9 +41,7 @@ def merge_hits(per_folder: Sequence[tuple[F, Sequence[Hit]]], k: int) -> list[Fo
         return h.hit.rerank if reranked and h.hit.rerank is not None else h.hit.score
 
     hits.sort(key=lambda h: -score(h))
-    return [
-        FolderHit(h.folder, replace(h.hit, rank=rank)) for rank, h in enumerate(hits[:k], start=1)
-    ]
+    return [replace(h, hit=replace(h.hit, rank=rank)) for rank, h in enumerate(hits[:k], start=1)]
 
 
 def best_folder(scored: Sequence[tuple[F, list[Hit]]]) -> F | None:

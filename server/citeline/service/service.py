@@ -12,7 +12,7 @@ import asyncio
 import logging
 import threading
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -108,13 +108,17 @@ class Service:
         count = k if k is not None else folders[0].settings.search.top_k
 
         damaged: list[Folder] = []
+        copies: dict[tuple[str, str], str] = {}
 
         def work() -> list[tuple[Folder, list[Hit]]]:  # index worker
             found = []
             for folder in folders:
                 try:
                     ws = ensure_open(folder, self.backends)
-                    found.append((folder, ws.search(query, count, rerank=rerank)))
+                    hits = ws.search(query, count, rerank=rerank)
+                    verdicts = ws.local_copies(h.chunk.path for h in hits)
+                    copies.update(((folder.key, p), v) for p, v in verdicts.items())
+                    found.append((folder, hits))
                 except EXPECTED_ERRORS as exc:
                     if isinstance(exc, IndexDamaged):  # reopened (and rebuilt) below
                         close_workspace(folder)
@@ -125,10 +129,28 @@ class Service:
             return found
 
         try:
-            return merge_hits(await self.workers.index.call(work, urgent=True), count)
+            merged = merge_hits(await self.workers.index.call(work, urgent=True), count)
         finally:
             for folder in damaged:
                 self.scheduler.schedule(folder, None, now=True, progress=True)
+        return [
+            replace(h, local_copy=copies.get((h.folder.key, h.hit.chunk.path), "differs"))
+            for h in merged
+        ]
+
+    async def local_copies(self, folder: Folder, paths: Iterable[str]) -> dict[str, str]:
+        """Whether the folder's own copy of each file is the indexed one ("same"), or
+        "differs" / "missing"; "differs" when the index cannot tell now."""
+        wanted = list(paths)
+
+        def work() -> dict[str, str]:  # index worker
+            return dict(ensure_open(folder, self.backends).local_copies(wanted))
+
+        try:
+            return await self.workers.index.call(work, urgent=True)
+        except EXPECTED_ERRORS as exc:
+            log.warning("%s: cannot compare local copies: %s", folder.name, exc)
+            return dict.fromkeys(wanted, "differs")
 
     async def ask(
         self,

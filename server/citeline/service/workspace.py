@@ -195,6 +195,12 @@ class Workspace:
         self.index.close()
 
 
+def cited_passages(result: Answer) -> dict[int, str]:
+    """The text of each piece of evidence, by its ``[n]``: what a citation shows when
+    the reader's own copy of its file differs from the indexed one."""
+    return {e.n: e.hit.chunk.text for e in result.evidence}
+
+
 def answer_mode(settings: Settings) -> str:
     """The answer mode to use: ``auto`` resolves by the configured generator.
 
