@@ -1,13 +1,37 @@
 /**
  * Citation locations and link targets. Pure (no `vscode` import): unit-tested.
  */
-import type { Citation, Hit, Range } from './protocol';
+import type { Citation, Hit, LocalCopy, Range } from './protocol';
 
 /** The common part of a citation and a hit: where a passage is. */
 export type Located = Pick<Citation, 'path' | 'section' | 'page' | 'start_line' | 'end_line' | 'uri'> & {
   range?: Range;
   title?: string | null;
+  local_copy?: LocalCopy;
+  /** The passage from the index (hits always; citations when the local copy differs). */
+  text?: string;
 };
+
+/**
+ * Whether a citation must not jump into the local file: the folder's copy is not the
+ * one the (team) index holds, so its lines may say something else.
+ */
+export function localCopyDiffers(c: Located): boolean {
+  return c.local_copy === 'differs' || c.local_copy === 'missing';
+}
+
+/** What to show instead of a jump: the indexed passage, and why it is shown. */
+export function passageMarkdown(c: Located): string {
+  const why =
+    c.local_copy === 'missing'
+      ? `\`${c.path}\` is not in your copy of the documents.`
+      : `Your copy of \`${c.path}\` differs from the indexed one, so its lines may not match.`;
+  const quoted = (c.text ?? '(the index sent no passage text)')
+    .split('\n')
+    .map((line) => `> ${line}`)
+    .join('\n');
+  return `# ${fullLocation(c)}\n\n_${why} This is the passage as the team index holds it._\n\n${quoted}\n`;
+}
 
 /** "page 3", "lines 40–47", "line 12" or "" (en dash between line numbers). */
 export function whereLabel(c: Located): string {

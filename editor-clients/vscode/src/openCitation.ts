@@ -4,7 +4,7 @@
  */
 import * as vscode from 'vscode';
 
-import { citationTarget, fullLocation, pdfPageUri, type CitationTarget, type Located } from './citations';
+import { citationTarget, fullLocation, localCopyDiffers, passageMarkdown, pdfPageUri, type CitationTarget, type Located } from './citations';
 
 /** An installed extension's custom editor for `*.pdf`, if any. */
 export function findPdfViewer(): { viewType: string; extension: string } | undefined {
@@ -81,11 +81,20 @@ async function openPdf(target: Extract<CitationTarget, { kind: 'pdf' }>, label: 
   );
 }
 
-/** Opens what a citation or hit points at. */
+/** Shows the indexed passage in a read-only preview: the local file is not the indexed one. */
+async function showPassage(c: Located, avoid?: vscode.ViewColumn): Promise<void> {
+  const doc = await vscode.workspace.openTextDocument({ content: passageMarkdown(c), language: 'markdown' });
+  await vscode.window.showTextDocument(doc, { viewColumn: editorColumn(avoid), preview: true, preserveFocus: false });
+  void vscode.window.showInformationMessage(`Citeline: your copy of ${c.path} differs from the team index; showing the indexed passage.`);
+}
+
+/** Opens what a citation or hit points at (its indexed passage when the local copy differs). */
 export async function openLocated(c: Located, avoid?: vscode.ViewColumn): Promise<void> {
   const target = citationTarget(c);
   try {
-    if (target.kind === 'pdf') {
+    if (localCopyDiffers(c)) {
+      await showPassage(c, avoid);
+    } else if (target.kind === 'pdf') {
       await openPdf(target, c.path, avoid);
     } else {
       await openText(target, avoid);

@@ -50,7 +50,16 @@ export interface CitelineSettings {
     mode?: AnswerModeSetting | string;
   };
   records?: { asks?: boolean };
+  /** A team index: a PostgreSQL collection this editor's daemon reads (never writes). */
+  index?: { store?: string; collection?: string; exactSearch?: boolean };
 }
+
+/**
+ * Whether the folder's own copy of a cited file is the one the index holds: "same"
+ * (jump to the lines), "differs" or "missing" (a team index's clone that is elsewhere:
+ * show the passage `text` instead, never a line that may hold something else).
+ */
+export type LocalCopy = 'same' | 'differs' | 'missing';
 
 // ---------------------------------------------------------------------------
 // Results
@@ -83,6 +92,8 @@ export interface Hit {
   range: Range;
   /** The folder the hit comes from (search results). */
   folder?: FolderUri;
+  /** Is the local file the indexed one? (absent from older servers: "same") */
+  local_copy?: LocalCopy;
 }
 
 /** A numbered piece of evidence given to the model; `[n]` in the answer refers to it. */
@@ -99,6 +110,10 @@ export interface Citation {
   cited: boolean;
   uri: string;
   range: Range;
+  /** Is the local file the indexed one? (absent from older servers: "same") */
+  local_copy?: LocalCopy;
+  /** The cited passage from the index, when `local_copy` is not "same". */
+  text?: string;
 }
 
 /** Generation stopped early (the answer is then the extractive one, `fallback` says why). */
@@ -227,6 +242,12 @@ export interface FolderStatus {
   chunking?: string;
   /** When a file was last indexed (ISO 8601), null if never. */
   last_update?: string | null;
+  /** A team index's collection (null: the folder's own index). */
+  collection?: string | null;
+  /** Grows with every committed change to the index; null until it is open. */
+  generation?: number | null;
+  /** A reader of a team collection (its writer indexes the canonical checkout). */
+  read_only?: boolean;
 }
 
 export interface StatusResult {

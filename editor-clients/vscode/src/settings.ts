@@ -45,6 +45,9 @@ export const SERVER_SETTINGS: readonly SettingSpec[] = [
   { key: 'answer.temperature', path: ['answer', 'temperature'], kind: 'number', restart: false },
   { key: 'answer.mode', path: ['answer', 'mode'], kind: 'string', restart: false },
   { key: 'records.asks', path: ['records', 'asks'], kind: 'boolean', restart: false },
+  { key: 'index.store', path: ['index', 'store'], kind: 'string', restart: true },
+  { key: 'index.collection', path: ['index', 'collection'], kind: 'string', restart: true },
+  { key: 'index.exactSearch', path: ['index', 'exactSearch'], kind: 'boolean', restart: false },
 ];
 
 /** Client-side settings whose change restarts the server. */

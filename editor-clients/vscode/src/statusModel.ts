@@ -49,8 +49,27 @@ function totals(folders: readonly FolderStatus[]): { files: number; chunks: numb
   );
 }
 
+/** "team index docs (read-only), generation 42, updated 2026-03-02T10:41:07+0100", or "". */
+export function collectionLine(f: FolderStatus): string {
+  if (!f.collection) {
+    return '';
+  }
+  const parts = [`team index ${f.collection}${f.read_only ? ' (read-only)' : ''}`];
+  if (typeof f.generation === 'number') {
+    parts.push(`generation ${f.generation}`);
+  }
+  if (f.last_update) {
+    parts.push(`updated ${f.last_update}`);
+  }
+  return parts.join(', ');
+}
+
 function folderLine(f: FolderStatus): string {
   let line = `${folderName(f.uri)}: ${f.state}, ${plural(f.files ?? 0, 'file')}, ${plural(f.chunks ?? 0, 'chunk')}`;
+  const team = collectionLine(f);
+  if (team) {
+    line += `; ${team}`;
+  }
   if (f.pending) {
     line += `, ${f.pending} pending`;
   }
@@ -113,9 +132,16 @@ export function summarizeStatus(
     return { overall: 'indexing', text: `$(sync~spin) Citeline: indexing${detail}`, tooltip: tooltip + current };
   }
   const warn = t.errors > 0 ? ` · $(warning) ${t.errors}` : '';
+  const teams = folders.filter((f) => f.collection);
+  const team =
+    teams.length === 1 && typeof teams[0].generation === 'number'
+      ? ` · $(cloud) ${teams[0].collection} #${teams[0].generation}`
+      : teams.length > 1
+        ? ` · $(cloud) ${plural(teams.length, 'team index', 'team indexes')}`
+        : '';
   return {
     overall: 'ready',
-    text: `$(book) Citeline: ready · ${plural(t.files, 'file')} · ${plural(t.chunks, 'chunk')}${warn}`,
+    text: `$(book) Citeline: ready · ${plural(t.files, 'file')} · ${plural(t.chunks, 'chunk')}${team}${warn}`,
     tooltip,
   };
 }
@@ -155,6 +181,12 @@ export function renderStatusMarkdown(
     out.push(`- folder: ${mdEscape(f.uri)}`);
     out.push(`- state: **${f.state}**${f.message ? ` (${mdEscape(f.message)})` : ''}`);
     out.push(`- files: ${f.files ?? 0}, chunks: ${f.chunks ?? 0}, pending: ${f.pending ?? 0}`);
+    if (f.collection) {
+      out.push(`- ${mdEscape(collectionLine(f))}`);
+      out.push(`- index: ${mdEscape(f.index ?? '')}`);
+    } else if (f.last_update) {
+      out.push(`- last update: ${mdEscape(f.last_update)}`);
+    }
     if (f.errors?.length) {
       out.push('', `### Not indexed (${f.errors.length})`, '');
       for (const e of f.errors) {

@@ -7,7 +7,9 @@ import {
   fullLocation,
   hitPickItem,
   isPdf,
+  localCopyDiffers,
   oneLine,
+  passageMarkdown,
   similarity,
   pdfPageUri,
   shortLocation,
@@ -95,4 +97,18 @@ test('hitPickItem: label, description with score, one-line detail', () => {
   assert.equal(hitPickItem(hit({ score: 0.0328, dense: 0.83 })).description, 'Getting started > Where things live · 0.83');
   assert.equal(similarity({ score: 0.5, dense: null }), 0.5);
   assert.equal(similarity({ score: Number.NaN }), undefined);
+});
+
+test('a citation into a differing local copy shows the indexed passage, never a line', () => {
+  assert.equal(localCopyDiffers(citation()), false);
+  assert.equal(localCopyDiffers(citation({ local_copy: 'same' })), false);
+  const differs = citation({ local_copy: 'differs', text: 'Marigolds keep aphids away.\nPlant them early.' });
+  assert.equal(localCopyDiffers(differs), true);
+  const shown = passageMarkdown(differs);
+  assert.match(shown, /^# getting-started\.md § Getting started > Where things live, lines 40–47/);
+  assert.match(shown, /differs from the indexed one/);
+  assert.match(shown, /> Marigolds keep aphids away\.\n> Plant them early\./);
+  const missing = passageMarkdown(citation({ local_copy: 'missing', text: 'x' }));
+  assert.equal(localCopyDiffers(citation({ local_copy: 'missing' })), true);
+  assert.match(missing, /not in your copy/);
 });

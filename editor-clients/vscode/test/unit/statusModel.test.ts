@@ -72,3 +72,21 @@ test('status view lists folders, models and the documents that could not be inde
   assert.match(md, /## notes/);
   assert.match(md, /- \[scan\\\.pdf\]\(file:\/\/\/home\/me\/notes\/scan\.pdf\): PDF has no text layer \\\(scanned\?\\\)/);
 });
+
+test('a team index shows its collection and generation in the status bar and the view', () => {
+  const team = folder({
+    collection: 'docs',
+    generation: 42,
+    read_only: true,
+    last_update: '2026-03-02T10:41:07+0100',
+    index: 'postgresql://ci@db/citeline#docs',
+  });
+  const s = summarizeStatus(status(team), undefined, 'running');
+  assert.equal(s.text, '$(book) Citeline: ready · 8 files · 120 chunks · $(cloud) docs #42');
+  assert.match(s.tooltip, /team index docs \(read-only\), generation 42, updated 2026-03-02T10:41:07\+0100/);
+  const view = renderStatusMarkdown(status(team), 'running');
+  assert.match(view, /team index docs \\\(read\\-only\\\), generation 42/);
+  assert.match(view, /postgresql:\/\/ci@db\/citeline\\#docs/);
+  const own = summarizeStatus(status(folder()), undefined, 'running');
+  assert.doesNotMatch(own.text, /cloud/);
+});
