@@ -103,14 +103,40 @@ docs/lsp-extensions.md)."
 (defun citeline--uri-file (uri)
   (eglot--uri-to-path (replace-regexp-in-string "#.*\\'" "" uri)))
 
+(defun citeline--local-copy-differs (item)
+  "Non-nil when ITEM's file here is not the one the team index holds.
+Its lines may then say something else: the passage is shown instead."
+  (member (plist-get item :local_copy) '("differs" "missing")))
+
+(defun citeline--show-passage (item)
+  "Show ITEM's passage as the index holds it, saying why, in a buffer of its own."
+  (let ((buffer (get-buffer-create "*citeline passage*"))
+        (text (plist-get item :text)))
+    (with-current-buffer buffer
+      (let ((inhibit-read-only t))
+        (erase-buffer)
+        (insert (citeline--location item) "\n")
+        (insert (if (equal (plist-get item :local_copy) "missing")
+                    "(not in your copy of the documents"
+                  "(your copy of this file differs from the indexed one")
+                "; the passage as the team index holds it)\n\n")
+        (insert (if (stringp text) text "") "\n")
+        (goto-char (point-min)))
+      (special-mode))
+    (pop-to-buffer buffer)
+    buffer))
+
 (defun citeline--open (item)
-  "Open the place a citation or hit ITEM points at."
-  (let* ((file (citeline--uri-file (plist-get item :uri)))
-         (range (plist-get item :range))
-         (line (plist-get (plist-get range :start) :line)))
-    (find-file-other-window file)
-    (goto-char (point-min))
-    (forward-line (or line 0))))
+  "Open the place a citation or hit ITEM points at (its passage when the local
+copy of its file differs from the indexed one)."
+  (if (citeline--local-copy-differs item)
+      (citeline--show-passage item)
+    (let* ((file (citeline--uri-file (plist-get item :uri)))
+           (range (plist-get item :range))
+           (line (plist-get (plist-get range :start) :line)))
+      (find-file-other-window file)
+      (goto-char (point-min))
+      (forward-line (or line 0)))))
 
 (defun citeline--location (item)
   (let ((page (plist-get item :page))
@@ -283,10 +309,19 @@ with the answer.  Returns the request's token."
     (message "%s"
              (mapconcat
               (lambda (folder)
-                (format "%s: %s, %d files, %d chunks, %d pending"
-                        (citeline--uri-file (plist-get folder :uri))
-                        (plist-get folder :state) (plist-get folder :files)
-                        (plist-get folder :chunks) (plist-get folder :pending)))
+                (concat
+                 (format "%s: %s, %d files, %d chunks, %d pending"
+                         (citeline--uri-file (plist-get folder :uri))
+                         (plist-get folder :state) (plist-get folder :files)
+                         (plist-get folder :chunks) (plist-get folder :pending))
+                 (if (stringp (plist-get folder :collection))
+                     (format "; team index %s, generation %s, updated %s"
+                             (plist-get folder :collection) (plist-get folder :generation)
+                             (or (plist-get folder :last_update) "never"))
+                   "")
+                 (if (stringp (plist-get folder :message))
+                     (format " (%s)" (plist-get folder :message))
+                   "")))
               (plist-get status :folders) "\n"))
     status))
 

@@ -105,3 +105,28 @@ def test_emacs_eglot_asks_and_follows_a_citation(tmp_path: Path) -> None:
     assert result["generative_shown"].startswith(
         f"{QUESTION}\n\n{label}\n\n{generative['answer']}\n"
     )
+
+
+def test_emacs_shows_the_indexed_passage_when_the_local_copy_differs(tmp_path: Path) -> None:
+    assert EMACS is not None
+    out = tmp_path / "passage.txt"
+    item = (
+        '(list :n 1 :path "garden.md" :page nil :start_line 12 :end_line 13'
+        ' :uri "file:///nowhere/garden.md" :local_copy "differs"'
+        ' :text "Marigolds keep aphids away.\\nPlant them early.")'
+    )
+    program = (
+        "(progn (package-initialize)"
+        f' (add-to-list (quote load-path) "{REPO / "editor-clients" / "emacs"}")'
+        " (require 'citeline)"
+        f" (with-current-buffer (citeline--open {item})"
+        f' (write-region (point-min) (point-max) "{out}")))'
+    )
+    completed = subprocess.run(
+        [EMACS, "--batch", "--eval", program], capture_output=True, text=True, timeout=120
+    )
+    assert out.exists(), completed.stderr
+    shown = out.read_text().splitlines()
+    assert shown[0] == "garden.md:12-13"
+    assert "differs from the indexed one" in shown[1]
+    assert shown[3:] == ["Marigolds keep aphids away.", "Plant them early."]

@@ -124,3 +124,68 @@ def test_neovim_asks_and_jumps_to_the_citation(tmp_path: Path) -> None:
     assert final[2] == f"_{label}_"
     text = generative["answer"].split("\n")
     assert final[4 : 4 + len(text)] == text
+
+
+PASSAGE_ITEM = {
+    "n": 1,
+    "path": "garden.md",
+    "section": "Garden notes > Marigolds",
+    "page": None,
+    "start_line": 12,
+    "end_line": 13,
+    "uri": "file:///nowhere/garden.md",
+    "range": {"start": {"line": 11, "character": 0}, "end": {"line": 13, "character": 0}},
+    "local_copy": "differs",
+    "text": "Marigolds keep aphids away.\nPlant them early.",
+}
+
+PASSAGE_SCRIPT = """
+local citeline = require("citeline")
+local item = vim.fn.json_decode(vim.env.CITELINE_TEST_ITEM)
+citeline.open_citation(item)
+local shown = vim.api.nvim_buf_get_lines(0, 0, -1, false)
+local qf = citeline.quickfix_items({ item })
+vim.fn.writefile({ vim.fn.json_encode({
+  shown = shown,
+  name = vim.api.nvim_buf_get_name(0),
+  qf_is_passage = qf[1].bufnr ~= nil and qf[1].filename == nil,
+  qf_text = qf[1].text,
+}) }, vim.env.CITELINE_TEST_OUT)
+vim.cmd("qall!")
+"""
+
+
+def test_neovim_shows_the_indexed_passage_when_the_local_copy_differs(tmp_path: Path) -> None:
+    assert NVIM is not None
+    script = tmp_path / "passage.lua"
+    script.write_text(PASSAGE_SCRIPT, "utf-8")
+    out = tmp_path / "out.json"
+    env = {
+        **os.environ,
+        "CITELINE_TEST_OUT": str(out),
+        "CITELINE_TEST_ITEM": json.dumps(PASSAGE_ITEM),
+    }
+    client = REPO / "editor-clients" / "neovim"
+    subprocess.run(
+        [
+            NVIM,
+            "--headless",
+            "--clean",
+            "-n",
+            "--cmd",
+            f"set rtp^={client}",
+            "-c",
+            f"luafile {script}",
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    result = json.loads(out.read_text())
+    assert result["shown"][0] == "garden.md:12-13"
+    assert "differs" in result["shown"][1]
+    assert result["shown"][3:] == ["Marigolds keep aphids away.", "Plant them early."]
+    assert result["name"].startswith("citeline://passage/garden.md")
+    assert result["qf_is_passage"] and "your copy differs" in result["qf_text"]

@@ -177,7 +177,48 @@ function M.cancel(request_id)
   end
 end
 
--- Quickfix items for citations or hits.
+-- Whether a citation must not jump into the local file: the folder's copy is not the
+-- one the team index holds ("differs" or "missing"), so its lines may say something else.
+function M.local_copy_differs(item)
+  return item.local_copy == "differs" or item.local_copy == "missing"
+end
+
+-- The lines shown instead of a jump: why, then the passage as the index holds it.
+function M.passage_lines(item)
+  local why = item.local_copy == "missing" and "is not in your copy of the documents"
+    or "differs in your copy from the indexed one"
+  local lines = {
+    string.format("%s%s", item.path, is_null(item.start_line) and ""
+      or string.format(":%d-%d", item.start_line, item.end_line)),
+    string.format("(%s; the passage as the team index holds it)", why),
+    "",
+  }
+  for _, line in ipairs(vim.split(is_null(item.text) and "" or item.text, "\n", { plain = true })) do
+    table.insert(lines, line)
+  end
+  return lines
+end
+
+local passage_bufs = {} -- passage key -> buffer
+
+-- A scratch buffer holding an item's indexed passage (one per passage, reused).
+function M.passage_buffer(item)
+  local key = string.format("citeline://passage/%s#%s", item.path,
+    not is_null(item.start_line) and item.start_line or (item.page or 0))
+  local buf = passage_bufs[key]
+  if buf == nil or not vim.api.nvim_buf_is_valid(buf) then
+    buf = vim.api.nvim_create_buf(false, true)
+    vim.api.nvim_buf_set_option(buf, "bufhidden", "hide")
+    pcall(vim.api.nvim_buf_set_name, buf, key)
+    passage_bufs[key] = buf
+  end
+  vim.api.nvim_buf_set_option(buf, "modifiable", true)
+  vim.api.nvim_buf_set_lines(buf, 0, -1, false, M.passage_lines(item))
+  vim.api.nvim_buf_set_option(buf, "modifiable", false)
+  return buf
+end
+
+-- Quickfix items for citations or hits (a differing local copy: its passage buffer).
 function M.quickfix_items(items)
   local out = {}
   for _, item in ipairs(items or {}) do
@@ -191,12 +232,22 @@ function M.quickfix_items(items)
     end
     local label = not is_null(item.n) and string.format("[%d] ", item.n) or ""
     local section = is_null(item.section) and "" or item.section
-    table.insert(out, {
-      filename = uri_path(item.uri),
-      lnum = (item.range and item.range.start.line or 0) + 1,
-      col = 1,
-      text = vim.trim(string.format("%s%s  %s", label, section, where)),
-    })
+    if M.local_copy_differs(item) then
+      table.insert(out, {
+        bufnr = M.passage_buffer(item),
+        lnum = 4,
+        col = 1,
+        text = vim.trim(string.format("%s%s  %s (your copy differs: the indexed passage)",
+          label, section, where)),
+      })
+    else
+      table.insert(out, {
+        filename = uri_path(item.uri),
+        lnum = (item.range and item.range.start.line or 0) + 1,
+        col = 1,
+        text = vim.trim(string.format("%s%s  %s", label, section, where)),
+      })
+    end
   end
   return out
 end
@@ -283,7 +334,8 @@ function M.answer_lines(question, answer, model)
   return lines
 end
 
--- Opens a citation (or hit) in the window the answer buffer was opened from.
+-- Opens a citation (or hit) in the window the answer buffer was opened from; when the
+-- local copy of its file is not the indexed one, its passage instead of a wrong line.
 function M.open_citation(item)
   local file = uri_path(item.uri)
   local line = (item.range and item.range.start.line or 0) + 1
@@ -292,6 +344,12 @@ function M.open_citation(item)
     if vim.api.nvim_get_current_buf() == answer_buf then
       vim.cmd("aboveleft split")
     end
+  end
+  if M.local_copy_differs(item) then
+    vim.api.nvim_set_current_buf(M.passage_buffer(item))
+    notify(string.format("your copy of %s differs from the team index: showing the indexed passage",
+      item.path))
+    return
   end
   vim.cmd("edit " .. vim.fn.fnameescape(file))
   if is_null(item.page) then
@@ -376,8 +434,17 @@ end
 function M.status_lines(status)
   local lines = {}
   for _, folder in ipairs((status and status.folders) or {}) do
-    table.insert(lines, string.format("%s: %s, %d files, %d chunks, %d pending, %d errors",
-      uri_path(folder.uri), folder.state, folder.files, folder.chunks, folder.pending, #(folder.errors or {})))
+    local line = string.format("%s: %s, %d files, %d chunks, %d pending, %d errors",
+      uri_path(folder.uri), folder.state, folder.files, folder.chunks, folder.pending, #(folder.errors or {}))
+    if not is_null(folder.collection) then
+      line = line .. string.format("; team index %s%s, generation %s, updated %s", folder.collection,
+        folder.read_only and " (read-only)" or "", tostring(folder.generation),
+        is_null(folder.last_update) and "never" or folder.last_update)
+    end
+    if not is_null(folder.message) then
+      line = line .. " (" .. folder.message .. ")"
+    end
+    table.insert(lines, line)
   end
   if #lines == 0 then
     lines = { "no documents folder" }
