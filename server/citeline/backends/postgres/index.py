@@ -615,8 +615,9 @@ class PostgresIndex:
         total = 0
 
         def write(conn: psycopg.Connection[Any], rows: Sequence[tuple[str, Vector]]) -> None:
-            copy_in = self._q("COPY {s}.vectors_import (key, embedding) FROM STDIN")
+            copy_in = self._q("COPY {s}.vectors_import (key, embedding) FROM STDIN (FORMAT BINARY)")
             with conn.transaction(), conn.cursor() as cur, cur.copy(copy_in) as copy:
+                copy.set_types(["text", "vector"])
                 for key, vector in rows:
                     copy.write_row((key, Embedding(vector)))
 

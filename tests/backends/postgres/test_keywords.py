@@ -1,0 +1,65 @@
+"""The team index's keyword tables beyond the KeywordIndex contract: FTS5's folding
+of Latin diacritics, exact document frequencies through removals, and scores equal
+to FTS5's own on the same rows (a real server)."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator
+
+import psycopg
+import pytest
+from psycopg import sql
+
+from citeline.backends.postgres.keywords import PostgresKeywordIndex, create_tables, fold
+from citeline.backends.sqlite import fts5
+from citeline.core.keywords import terms
+from postgres import TestServer
+
+
+def test_fold_removes_latin_diacritics_only() -> None:
+    assert fold("café") == "cafe" and fold("naïve") == "naive" and fold("Ångström") == "Angstrom"
+    assert fold("索引") == "索引" and fold("plain") == "plain"
+    assert fold("ё") == "ё"  # Cyrillic keeps its marks, as FTS5's remove_diacritics=1 does
+
+
+@pytest.fixture()
+def pair(postgres: TestServer) -> Iterator[tuple[PostgresKeywordIndex, fts5.Fts5KeywordIndex]]:
+    schema = f"kw_{postgres.fresh_collection()}"
+    conn = psycopg.connect(postgres.url, autocommit=True)
+    conn.execute(sql.SQL("CREATE SCHEMA {}").format(sql.Identifier(schema)))
+    create_tables(conn, schema)
+    db = sqlite3.connect(":memory:", isolation_level=None)
+    db.executescript(fts5.SCHEMA)
+    yield PostgresKeywordIndex(conn, schema), fts5.Fts5KeywordIndex(db)
+    conn.close()
+
+
+def test_scores_and_frequencies_equal_fts5_through_removals(
+    pair: tuple[PostgresKeywordIndex, fts5.Fts5KeywordIndex],
+) -> None:
+    team, embedded = pair
+    texts = [
+        "The café on the corner serves coffee; the cafe next door serves tea.",
+        "Coffee, coffee and more coffee: identifiers like pg_hba.conf and E-1024.",
+        "Tea is brewed at 80 degrees; coffee at 93.",
+        "索引保存在文档文件夹里，索引很小。",
+        "",
+    ]
+    for i, text in enumerate(texts, start=1):
+        for index in (team, embedded):
+            index.add(i, " ".join(terms(text)))
+    team.add_many([(10 + i, " ".join(terms(t))) for i, t in enumerate(texts)])
+    for index in (team, embedded):
+        for i, t in enumerate(texts):
+            if index is embedded:
+                index.add(10 + i, " ".join(terms(t)))
+        index.remove([2, 12, 99])
+    for query in ["coffee", "cafe tea", "café", "pg_hba.conf e1024", "索引", "absent coffee"]:
+        q = list(dict.fromkeys(terms(query)))
+        got, want = team.search(q, 10), embedded.search(q, 10)
+        assert sorted(i for i, _ in got) == sorted(i for i, _ in want), query
+        assert sorted(s for _, s in got) == pytest.approx(sorted(s for _, s in want), rel=1e-9)
+    assert team.document_frequencies(["coffe", "tea", "absent"]) == embedded.document_frequencies(
+        ["coffe", "tea", "absent"]
+    )
