@@ -16,7 +16,9 @@ from citeline.core.index import IndexIdentity
 from citeline.models import minilm, smollm
 from citeline.service.errors import ServiceError
 from citeline.settings import GenerationSettings, IndexSettings, RerankingSettings, Settings
+from conftest import CountingEmbedder
 from corpora import GARDEN, write_files
+from postgres import TestServer
 
 
 def test_the_default_embedder_is_minilm_with_its_256_token_window(real_embedder: Embedder) -> None:
@@ -73,3 +75,50 @@ def test_a_workspace_is_wired_from_the_settings(tmp_path: Path, models: app.Mode
         workspace.close()
     with pytest.raises(ServiceError, match="does not exist"):
         app.open_workspace(tmp_path / "nope", settings, models)
+
+
+def test_a_team_index_is_read_only_unless_its_writer_opens_it(
+    tmp_path: Path, models: app.ModelPool, postgres: TestServer
+) -> None:
+    docs = write_files(tmp_path / "garden", GARDEN)
+    collection = postgres.fresh_collection()
+    settings = Settings(index=IndexSettings(store=postgres.url, collection=collection))
+    writer = app.open_workspace(docs, settings, models, write_collection=True)
+    try:
+        assert not writer.read_only and writer.index.location.endswith("#" + collection)
+        assert writer.update().files == 1
+        assert writer.status().collection == collection
+    finally:
+        writer.close()
+    reader = models.open_workspace(docs, settings)  # what the language server opens
+    try:
+        assert reader.read_only
+        (docs / "new.md").write_text("# New\n\nA note the writer never saw.\n")
+        report = reader.update()  # a refresh: the reader indexes nothing
+        assert report.files == 1 and report.embedded == 0
+        assert reader.search("tomatoes sun", 1)[0].chunk.path == "garden.md"
+        status = reader.status()
+        assert status.read_only and status.generation and status.index.endswith("#" + collection)
+        assert not (docs / ".citeline" / "index.sqlite3").exists()
+    finally:
+        reader.close()
+
+
+def test_a_collection_is_seeded_from_an_embedded_index(
+    tmp_path: Path, models: app.ModelPool, postgres: TestServer, embedder: CountingEmbedder
+) -> None:
+    docs = write_files(tmp_path / "garden", GARDEN)
+    local = app.open_workspace(docs, Settings(), models)
+    local.update()
+    local.close()
+    embedded = embedder.embedded
+    team = Settings(index=IndexSettings(store=postgres.url, collection=postgres.fresh_collection()))
+    writer = app.open_workspace(docs, team, models, write_collection=True)
+    try:
+        assert app.seed_vectors(writer, docs) > 0
+        report = writer.update()
+        assert report.files == 1 and report.embedded == 0 and embedder.embedded == embedded
+    finally:
+        writer.close()
+    with pytest.raises(ServiceError, match="team collection opened for writing"):
+        app.seed_vectors(local, docs)

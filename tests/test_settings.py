@@ -133,3 +133,23 @@ def test_the_vector_index_is_auto_unless_a_known_kind_is_set(tmp_path: Path) -> 
     (tmp_path / "citeline.toml").write_text('[index]\nvectors = "hnsw"\n')
     settings, warnings = load_settings(tmp_path, {"index": {"vectors": "annoy"}})
     assert settings.index.vectors == "hnsw" and len(warnings) == 1 and "annoy" in warnings[0]
+
+
+def test_a_team_index_is_one_setting_and_never_keeps_a_password_from_the_file(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "citeline.toml").write_text(
+        '[index]\nstore = "postgresql://ci:s3cret@db.example.com/citeline?sslmode=require"\n'
+        'collection = "docs"\n'
+    )
+    settings, warnings = load_settings(tmp_path)
+    assert settings.index.team and settings.index.collection_name == "docs"
+    assert "s3cret" not in settings.index.store and "sslmode=require" in settings.index.store
+    assert any("password" in w and "PGPASSWORD" in w for w in warnings)
+    assert settings.index.location() == "postgresql://ci@db.example.com/citeline#docs"
+    # the editor or command line may pass a URL with one (it is never shown)
+    editor, _ = load_settings(tmp_path, {"index": {"store": "postgresql://u:pw@h/db"}})
+    assert editor.index.store == "postgresql://u:pw@h/db" and "pw" not in editor.index.location()
+    bad, warnings = load_settings(tmp_path, {"index": {"store": "mysql://h/db"}})
+    assert bad.index.store == settings.index.store and any("postgresql://" in w for w in warnings)
+    assert not Settings().index.team and Settings().index.collection_name == "default"

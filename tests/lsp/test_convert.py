@@ -8,6 +8,7 @@ from citeline.lsp.convert import (
     answer_json,
     hover_markdown,
     line_range,
+    link_target,
     located,
     md_escape,
     path_to_uri,
@@ -81,6 +82,24 @@ def test_answer_json_locates_citations_and_hits() -> None:
     assert out["citations"][0]["range"]["start"]["line"] == 39
     assert out["hits"][1]["uri"].endswith("x.pdf#page=2")
     assert "uri" not in answer["citations"][0]  # the input is not modified
+    assert out["citations"][0]["local_copy"] == "same"
+
+
+def test_a_differing_local_copy_carries_the_passage_and_hover_does_not_jump() -> None:
+    answer = {
+        "question": "q",
+        "answer": "a [1]",
+        "citations": [{"n": 1, **hit()}],
+        "hits": [{**hit(), "text": "Indexed passage."}],
+    }
+    path = hit()["path"]
+    out = answer_json(answer, ROOT, "f", {path: "differs"}, {1: "Indexed passage."})
+    (citation,) = out["citations"]
+    assert citation["local_copy"] == "differs" and citation["text"] == "Indexed passage."
+    assert out["hits"][0]["local_copy"] == "differs"
+    shown = located({**hit(), "text": "Indexed passage."}, ROOT, "f", "missing")
+    assert link_target(shown) == "file:///home/me/notes/guide/getting%20started.md"
+    assert "differs from the indexed one" in hover_markdown([shown])
 
 
 def test_hover_markdown_links_to_lines_and_pages() -> None:

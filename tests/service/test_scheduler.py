@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from citeline.core import loaders
+from citeline.core.errors import IndexUnavailable
 from citeline.core.index import IndexCounts
 from citeline.core.ingest import IngestReport
 from citeline.service import scheduler as scheduler_module
@@ -206,4 +207,51 @@ async def test_parsers_are_imported_on_the_index_worker_after_a_whole_folder_bat
     while len(threads) < 2 and time.monotonic() < deadline:
         await asyncio.sleep(0.02)
     assert threads == [setup.fake.thread] * 2  # the opening batch and the rescan
+
+
+async def test_a_team_reader_refreshes_without_watching_and_retries_a_lost_server(
+    setup: Setup, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(scheduler_module, "RETRY_SECONDS", 0.1)
+    (tmp_path / "citeline.toml").write_text(
+        '[index]\nstore = "postgresql://db.example.com/citeline"\ncollection = "docs"\n'
+    )
+    fake = setup.fake
+    down = {"left": 3}
+    update = fake.update
+
+    def flaky(*args: object, **kwargs: object) -> IngestReport:
+        if down["left"]:
+            down["left"] -= 1
+            raise IndexUnavailable(
+                "the team index postgresql://db.example.com/citeline#docs cannot be reached"
+            )
+        return update(*args, **kwargs)  # type: ignore[arg-type]
+
+    fake.update = flaky  # type: ignore[method-assign]
+    folder = setup.folders.add(tmp_path)
+    assert folder.watcher is None  # its writer indexes the canonical checkout
+    assert folder.status("g.gguf").to_json()["index"] == "postgresql://db.example.com/citeline#docs"
+    deadline = time.monotonic() + 30
+    while folder.state != "error":
+        assert time.monotonic() < deadline
+        await asyncio.sleep(0.01)
+    assert "cannot be reached" in (folder.message or "")
+    while folder.state != "ready":  # retried on its own, nobody asked
+        assert time.monotonic() < deadline, folder.message
+        await asyncio.sleep(0.05)
+    assert fake.batches == [None]
+    # a writer's commit (the index's notification) is a refresh, never an "indexing" state
+    states: list[str] = []
+    monkeypatch.setattr(
+        setup.events, "status_changed", lambda immediate=False: states.append(folder.state)
+    )
+    assert folder.on_index_change is not None
+    folder.on_index_change()
+    await asyncio.sleep(0.05)
+    await settle(folder)
+    assert fake.batches == [None, None] and "indexing" not in states
+    setup.folders.saved(tmp_path / "notes.md")  # a reader does not index its clone
+    await settle(folder)
+    assert fake.batches == [None, None]
     setup.folders.remove(folder)

@@ -36,6 +36,27 @@ def test_the_json_has_every_field_and_a_message_only_in_trouble() -> None:
         "dimension": 384,
         "chunking": "v1:1000:150:1",
         "last_update": time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(0.0)),
+        "collection": None,
+        "generation": None,
+        "read_only": False,
     }
     broken = FolderStatus(docs=Path("/x"), index="/x/.citeline", state="error", message="gone")
     assert broken.to_json()["message"] == "gone" and broken.to_json()["last_update"] is None
+
+
+def test_a_team_index_reports_its_collection_and_generation() -> None:
+    status = FolderStatus(
+        docs=Path("/home/me/clone"),
+        index="postgresql://ci@db/citeline#docs",
+        collection="docs",
+        generation=42,
+        read_only=True,
+        last_update=0.0,
+    )
+    out = status.to_json()
+    assert (out["index"], out["collection"], out["generation"], out["read_only"]) == (
+        "postgresql://ci@db/citeline#docs",
+        "docs",
+        42,
+        True,
+    )

@@ -88,3 +88,16 @@ def test_new_settings_that_keep_the_index_apply_in_place(workspace: Workspace) -
     assert workspace.retriever.rerank_candidates == 3 and workspace.settings is settings
     assert reranker_name(settings.reranking) == "r.gguf"
     assert reranker_name(RerankingSettings()) is None
+
+
+def test_local_copies_say_whether_a_citation_can_jump(workspace: Workspace) -> None:
+    assert workspace.local_copies(["kitchen.md", "gone.md"]) == {
+        "kitchen.md": "same",
+        "gone.md": "missing",
+    }
+    path = workspace.docs_root / "kitchen.md"
+    path.write_text(path.read_text() + "\nA line added after indexing.\n")
+    assert workspace.local_copies(["kitchen.md"]) == {"kitchen.md": "differs"}
+    workspace.update()
+    assert workspace.local_copies(["kitchen.md"]) == {"kitchen.md": "same"}
+    assert not workspace.read_only and workspace.status().collection is None
