@@ -516,7 +516,7 @@ class PostgresIndex:
                 rows = conn.execute(
                     self._q(
                         f"SELECT id, 1 - (embedding <=> %s) FROM {{s}}.chunks"
-                        f" ORDER BY {order}, id LIMIT %s"
+                        f" ORDER BY {order} LIMIT %s"
                     ),
                     (vector, vector, k),
                 ).fetchall()

@@ -183,7 +183,10 @@ class PostgresKeywordIndex:
         if not terms or k <= 0:
             return []
         folded = [fold(t) for t in terms]
-        with self._conn.cursor() as cur:
+        with self._conn.transaction(), self._conn.cursor() as cur:
+            # The GIN index finds the matching rows; a sequential scan would test every
+            # row's terms (the planner cannot tell how many a query's terms match).
+            cur.execute("SET LOCAL enable_seqscan = off")
             total, length = self._stats(cur)
             frequencies = self._df(cur, folded)
             present = [t for t in folded if t in frequencies]
