@@ -56,7 +56,16 @@ def offending(prefix: str, forbidden: tuple[str, ...]) -> list[str]:
 
 
 def test_the_core_is_pure_python_and_numpy() -> None:
-    third_party = ("pygls", "lsprotocol", "llama_cpp", "faiss", "sqlite3", "watchdog", "cattrs")
+    third_party = (
+        "pygls",
+        "lsprotocol",
+        "llama_cpp",
+        "faiss",
+        "sqlite3",
+        "psycopg",
+        "watchdog",
+        "cattrs",
+    )
     citeline_outside_core = (
         "citeline.app",
         "citeline.backends",
@@ -81,6 +90,11 @@ def test_only_the_composition_root_names_a_concrete_backend() -> None:
     }
     assert users == {"citeline.app"}
     assert offending("citeline.core", ("llama_cpp", "faiss", "sqlite3")) == []
+    # the PostgreSQL driver is an optional dependency (citeline[team]): only its backend
+    drivers = {
+        name for name, path in modules() if any(i.startswith("psycopg") for i in imports(path))
+    }
+    assert {n for n in drivers if not n.startswith("citeline.backends.postgres")} == set()
 
 
 def test_the_service_knows_no_lsp_and_the_lsp_layer_no_core() -> None:
