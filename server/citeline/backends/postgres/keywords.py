@@ -4,14 +4,18 @@ makes (stemmed English, joined identifiers, CJK bigrams).
 
 Tables (in the collection's schema):
 
-- ``chunk_terms``: one row per chunk: its distinct terms (``text[]``, GIN-indexed:
-  which chunks hold any query term), each term's frequency (``jsonb``) and the
-  chunk's length in terms;
+- ``postings``: the inverted index, one row per (term, chunk) with the term's
+  frequency in the chunk and the chunk's length in terms; its primary key (term,
+  chunk) includes both, so a search reads each query term's postings from the index
+  alone;
+- ``chunk_terms``: one row per chunk, its distinct terms and length (what removing
+  it takes away);
 - ``term_df``: how many chunks hold each term (BM25's document frequency);
 - ``keyword_stats``: the number of rows and of terms (BM25's average length).
 
 The writer keeps the last two exact in the same transaction as the rows, so a
-search reads two small lookups and the matching rows: the score of a chunk is
+search reads two small lookups and the query terms' postings, summed per chunk in
+the database: the score of a chunk is
 ``Σ idf(t)·tf·(k1+1) / (tf + k1·(1 − b + b·len/avglen))`` with k1 = 1.2, b = 0.75
 and ``idf = max(1e-6, ln((N − n + 0.5)/(n + 0.5)))``, FTS5's constants.  Terms are
 folded as FTS5's ``unicode61`` tokenizer folds them (diacritics of Latin letters
@@ -20,7 +24,6 @@ removed), so ``café`` and ``cafe`` are one term in both backends.
 
 from __future__ import annotations
 
-import json
 import math
 import unicodedata
 from collections import Counter
@@ -33,16 +36,21 @@ from psycopg import sql
 K1 = 1.2
 B = 0.75
 
-TABLES = ("chunk_terms", "term_df", "keyword_stats")
+TABLES = ("chunk_terms", "postings", "term_df", "keyword_stats")
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS {s}.chunk_terms (
     chunk_id bigint PRIMARY KEY,
     terms text[] NOT NULL,
-    tf jsonb NOT NULL,
     length integer NOT NULL
 );
-CREATE INDEX IF NOT EXISTS chunk_terms_terms ON {s}.chunk_terms USING gin (terms);
+CREATE TABLE IF NOT EXISTS {s}.postings (
+    term text NOT NULL,
+    chunk_id bigint NOT NULL,
+    tf integer NOT NULL,
+    length integer NOT NULL,
+    PRIMARY KEY (term, chunk_id) INCLUDE (tf, length)
+);
 CREATE TABLE IF NOT EXISTS {s}.term_df (term text PRIMARY KEY, df integer NOT NULL);
 CREATE TABLE IF NOT EXISTS {s}.keyword_stats (
     id integer PRIMARY KEY CHECK (id = 1),
@@ -80,7 +88,7 @@ def idf(total: int, frequency: int) -> float:
 
 
 class PostgresKeywordIndex:
-    """BM25 over one collection's ``chunk_terms``.  Writes join the caller's transaction."""
+    """BM25 over one collection's ``postings``.  Writes join the caller's transaction."""
 
     def __init__(self, conn: psycopg.Connection[Any], schema: str) -> None:
         self._conn = conn
@@ -100,20 +108,32 @@ class PostgresKeywordIndex:
             return
         ids: list[int] = []
         distinct: list[list[str]] = []
-        frequencies: list[str] = []
         lengths: list[int] = []
+        postings: tuple[list[str], list[int], list[int], list[int]] = ([], [], [], [])
         df: Counter[str] = Counter()
         for chunk_id, text in rows:
             counts = Counter(fold(t) for t in text.split())
+            length = sum(counts.values())
             ids.append(chunk_id)
             distinct.append(sorted(counts))
-            frequencies.append(json.dumps(counts, ensure_ascii=False))
-            lengths.append(sum(counts.values()))
+            lengths.append(length)
             df.update(counts.keys())
+            for term in sorted(counts):
+                postings[0].append(term)
+                postings[1].append(chunk_id)
+                postings[2].append(counts[term])
+                postings[3].append(length)
         with self._conn.cursor() as cur:
             cur.executemany(
-                self._q("INSERT INTO {s}.chunk_terms VALUES (%s, %s, %s::jsonb, %s)"),
-                list(zip(ids, distinct, frequencies, lengths, strict=True)),
+                self._q("INSERT INTO {s}.chunk_terms VALUES (%s, %s, %s)"),
+                list(zip(ids, distinct, lengths, strict=True)),
+            )
+            cur.execute(
+                self._q(
+                    "INSERT INTO {s}.postings"
+                    " SELECT * FROM unnest(%s::text[], %s::bigint[], %s::int[], %s::int[])"
+                ),
+                postings,
             )
             self._bump_df(cur, df, 1)
             cur.execute(
@@ -145,25 +165,34 @@ class PostgresKeywordIndex:
         with self._conn.cursor() as cur:
             cur.execute(
                 self._q(
-                    "DELETE FROM {s}.chunk_terms WHERE chunk_id = ANY(%s) RETURNING terms, length"
+                    "DELETE FROM {s}.chunk_terms WHERE chunk_id = ANY(%s)"
+                    " RETURNING chunk_id, terms, length"
                 ),
                 ([int(i) for i in ids],),
             )
             removed = cur.fetchall()
             if not removed:
                 return
+            pairs = sorted((str(t), int(c)) for c, terms, _ in removed for t in terms)
+            cur.execute(  # each posting by its key: a common term's others are not read
+                self._q(
+                    "DELETE FROM {s}.postings p USING unnest(%s::text[], %s::bigint[])"
+                    " AS r(term, chunk_id) WHERE p.term = r.term AND p.chunk_id = r.chunk_id"
+                ),
+                ([t for t, _ in pairs], [c for _, c in pairs]),
+            )
             df: Counter[str] = Counter()
-            for terms, _ in removed:
+            for _, terms, _ in removed:
                 df.update(terms)
             self._bump_df(cur, df, -1)
             cur.execute(
                 self._q("UPDATE {s}.keyword_stats SET rows = rows - %s, terms = terms - %s"),
-                (len(removed), sum(int(length) for _, length in removed)),
+                (len(removed), sum(int(length) for _, _, length in removed)),
             )
 
     def clear(self) -> None:
         with self._conn.cursor() as cur:
-            cur.execute(self._q("TRUNCATE {s}.chunk_terms, {s}.term_df"))
+            cur.execute(self._q("TRUNCATE {s}.chunk_terms, {s}.postings, {s}.term_df"))
             cur.execute(self._q("UPDATE {s}.keyword_stats SET rows = 0, terms = 0"))
 
     # -- reading ------------------------------------------------------------------
@@ -183,38 +212,32 @@ class PostgresKeywordIndex:
         if not terms or k <= 0:
             return []
         folded = [fold(t) for t in terms]
-        with self._conn.transaction(), self._conn.cursor() as cur:
-            # The GIN index finds the matching rows; a sequential scan would test every
-            # row's terms (the planner cannot tell how many a query's terms match).
-            cur.execute("SET LOCAL enable_seqscan = off")
+        with self._conn.cursor() as cur:
             total, length = self._stats(cur)
             frequencies = self._df(cur, folded)
+            # One term of the sum per query term (a repeated term counts again, as in FTS5).
             present = [t for t in folded if t in frequencies]
             if not total or not present:
                 return []
-            average = length / total
-            # One term of the sum per query term (a repeated term counts again, as in FTS5).
-            parts = []
-            params: list[Any] = []
-            for term in present:
-                parts.append(
-                    sql.SQL(
-                        "%s * coalesce((tf->>%s)::float8, 0) * {k1p}"
-                        " / (coalesce((tf->>%s)::float8, 0) + {k1} * ({one_b} + {b} * length / %s))"
-                    ).format(
-                        k1p=sql.Literal(K1 + 1),
-                        k1=sql.Literal(K1),
-                        one_b=sql.Literal(1 - B),
-                        b=sql.Literal(B),
-                    )
-                )
-                params += [idf(total, frequencies[term]), term, term, average]
-            score = sql.SQL(" + ").join(parts)
-            query = sql.SQL(
-                "SELECT chunk_id, {score} AS score FROM {s}.chunk_terms"
-                " WHERE terms && %s::text[] ORDER BY score DESC, chunk_id LIMIT %s"
-            ).format(score=score, s=self._s)
-            rows = cur.execute(query, [*params, sorted(set(present)), k]).fetchall()
+            rows = cur.execute(
+                self._q(
+                    "SELECT p.chunk_id, sum(q.idf * p.tf * %s / (p.tf + %s * (%s + %s * p.length"
+                    " / %s))) AS score"
+                    " FROM unnest(%s::text[], %s::float8[]) AS q(term, idf)"
+                    " JOIN {s}.postings p ON p.term = q.term"
+                    " GROUP BY p.chunk_id ORDER BY score DESC, p.chunk_id LIMIT %s"
+                ),
+                (
+                    K1 + 1,
+                    K1,
+                    1 - B,
+                    B,
+                    length / total,
+                    present,
+                    [idf(total, frequencies[t]) for t in present],
+                    k,
+                ),
+            ).fetchall()
         return [(int(r[0]), float(r[1])) for r in rows]
 
     def document_frequencies(self, terms: Sequence[str]) -> tuple[int, dict[str, int]]:
