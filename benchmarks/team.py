@@ -30,6 +30,7 @@ import argparse
 import json
 import os
 import random
+import shutil
 import sqlite3
 import statistics
 import sys
@@ -413,6 +414,7 @@ def main() -> int:
         )
         return 0
     server = None
+    folder = Path()
     url = args.store
     if not url:
         import pgserver
@@ -423,6 +425,17 @@ def main() -> int:
             folder / "pgdata", cleanup_mode="delete"
         )
         url = server.get_uri()
+    try:
+        run(args, url)
+    finally:
+        if server is not None:
+            server.cleanup()
+            shutil.rmtree(folder, ignore_errors=True)
+    return 0
+
+
+def run(args: argparse.Namespace, url: str) -> None:
+    """Every size of ``--sizes`` on the server at ``url``; the report on stdout."""
     embedder = make_embedder(EmbeddingSettings())
     identity = IndexIdentity(
         embedder.fingerprint, embedder.name, embedder.dimension, ChunkSettings()
@@ -466,9 +479,6 @@ def main() -> int:
             print_size(size, entry)
     if args.json:
         print(json.dumps(report, indent=1))
-    if server is not None:
-        server.cleanup()
-    return 0
 
 
 def print_size(size: int, entry: dict[str, Any]) -> None:
