@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import time
 import threading
 import time
 from collections.abc import Callable, Iterator

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
 
 from citeline.core.answering.settings import EXTRACTIVE, GENERATIVE
-from citeline.core.documents import Hit
+from citeline.core.documents import Hit, LoadError
 from citeline.core.embedding import Embedder
 from citeline.core.generation import Generator
 from citeline.core.index import DocumentIndex, IndexCounts
@@ -127,9 +127,9 @@ class Workspace:
                 if known is not None and known[:2] == (st.st_size, st.st_mtime_ns):
                     digest = known[2]
                 else:
-                    digest = content_hash(path, limit)
+                    digest = content_hash(path, limit, root=self.docs_root)
                     self._local_hashes[rel] = (st.st_size, st.st_mtime_ns, digest)
-            except OSError:
+            except (OSError, LoadError):  # gone, or not a file Citeline reads
                 out[rel] = "missing"
                 continue
             out[rel] = "same" if indexed.get(rel) == digest else "differs"

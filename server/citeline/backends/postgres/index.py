@@ -89,6 +89,7 @@ CREATE TABLE IF NOT EXISTS {s}.files (
     indexed_at double precision NOT NULL,
     error text
 );
+ALTER TABLE {s}.files ADD COLUMN IF NOT EXISTS note text;
 CREATE TABLE IF NOT EXISTS {s}.chunks (
     id bigserial PRIMARY KEY,
     file_id bigint NOT NULL REFERENCES {s}.files(id) ON DELETE CASCADE,
@@ -113,6 +114,26 @@ CREATE TABLE IF NOT EXISTS {s}.vectors (
     last_used double precision NOT NULL
 );
 """
+
+
+_ESCAPED = "\uffff"  # a stored path that follows is the hex of its bytes
+
+
+def _to_db(path: str) -> str:
+    """A relative path as stored: itself, or (a name that is not valid UTF-8, whose
+    surrogate escapes PostgreSQL's text cannot hold) its bytes in hex after U+FFFF."""
+    try:
+        path.encode("utf-8")
+    except UnicodeEncodeError:
+        return _ESCAPED + path.encode("utf-8", "surrogateescape").hex()
+    return _ESCAPED + path.encode("utf-8").hex() if path.startswith(_ESCAPED) else path
+
+
+def _from_db(value: str) -> str:
+    """The inverse of :func:`_to_db`."""
+    if value.startswith(_ESCAPED):
+        return bytes.fromhex(value[1:]).decode("utf-8", "surrogateescape")
+    return value
 
 
 def _lock_key(schema: str) -> int:
@@ -415,22 +436,33 @@ class PostgresIndex:
         def read(conn: psycopg.Connection[Any]) -> dict[str, FileRecord]:
             rows = conn.execute(
                 self._q(
-                    "SELECT id, path, kind, title, content_hash, size, mtime_ns, indexed_at, error"
-                    " FROM {s}.files"
+                    "SELECT id, path, kind, title, content_hash, size, mtime_ns, indexed_at, error,"
+                    " note FROM {s}.files"
                 )
             ).fetchall()
-            return {row[1]: FileRecord(*row) for row in rows}
+            return {
+                _from_db(row[1]): FileRecord(row[0], _from_db(row[1]), *row[2:]) for row in rows
+            }
 
         return self._run(read)
 
     def file_errors(self) -> list[tuple[str, str]]:
         def read(conn: psycopg.Connection[Any]) -> list[tuple[str, str]]:
             rows = conn.execute(
-                self._q("SELECT path, error FROM {s}.files WHERE error IS NOT NULL ORDER BY path")
+                self._q("SELECT path, error FROM {s}.files WHERE error IS NOT NULL")
             ).fetchall()
-            return [(str(p), str(e)) for p, e in rows]
+            return sorted((_from_db(p), str(e)) for p, e in rows)
 
         return self._cached("errors", lambda: self._run(read))
+
+    def file_notes(self) -> list[tuple[str, str]]:
+        def read(conn: psycopg.Connection[Any]) -> list[tuple[str, str]]:
+            rows = conn.execute(
+                self._q("SELECT path, note FROM {s}.files WHERE note IS NOT NULL AND error IS NULL")
+            ).fetchall()
+            return sorted((_from_db(p), str(n)) for p, n in rows)
+
+        return self._cached("notes", lambda: self._run(read))
 
     def content_hashes(self, paths: Iterable[str]) -> dict[str, str]:
         wanted = list(dict.fromkeys(paths))
@@ -443,9 +475,9 @@ class PostgresIndex:
                     "SELECT path, content_hash FROM {s}.files"
                     " WHERE error IS NULL AND path = ANY(%s)"
                 ),
-                (wanted,),
+                ([_to_db(p) for p in wanted],),
             ).fetchall()
-            return {str(p): str(h) for p, h in rows}
+            return {_from_db(p): str(h) for p, h in rows}
 
         return self._run(read)
 
@@ -483,7 +515,7 @@ class PostgresIndex:
             ).fetchall()
             return {
                 int(row[0]): Chunk(
-                    path=row[1],
+                    path=_from_db(row[1]),
                     title=row[2],
                     heading_path=tuple(row[3]),
                     text=row[4],
@@ -649,12 +681,32 @@ class PostgresIndex:
         self._run(merge)
         return total
 
+    def add_vectors(self, vectors: Mapping[str, Vector]) -> None:
+        """Keep embedded vectors now, in their own transaction (an interrupted run keeps
+        its embedding work); a file that uses them later finds them by key."""
+        self._writable()
+        if not vectors:
+            return
+        now = time.time()
+
+        def write(conn: psycopg.Connection[Any]) -> None:
+            with conn.transaction(), conn.cursor() as cur:
+                cur.executemany(
+                    self._q(
+                        "INSERT INTO {s}.vectors (key, embedding, last_used) VALUES (%s, %s, %s)"
+                        " ON CONFLICT (key) DO UPDATE SET last_used = excluded.last_used"
+                    ),
+                    [(key, Embedding(v), now) for key, v in sorted(vectors.items())],
+                )
+
+        self._run(write)
+
     def touch_file(self, path: str, size: int, mtime_ns: int) -> None:
         self._writable()
         self._run(
             lambda conn: conn.execute(
                 self._q("UPDATE {s}.files SET size = %s, mtime_ns = %s WHERE path = %s"),
-                (size, mtime_ns, path),
+                (size, mtime_ns, _to_db(path)),
             )
         )
 
@@ -679,7 +731,7 @@ class PostgresIndex:
                 "SELECT c.id FROM {s}.chunks c JOIN {s}.files f ON f.id = c.file_id"
                 " WHERE f.path = ANY(%s) ORDER BY c.id"
             ),
-            (list(paths),),
+            ([_to_db(p) for p in paths],),
         ).fetchall()
         return [int(r[0]) for r in rows]
 
@@ -696,6 +748,7 @@ class PostgresIndex:
         chunk_vectors: FloatMatrix,
         new_vectors: Mapping[str, Vector],
         error: str | None = None,
+        note: str | None = None,
     ) -> tuple[list[int], list[int]]:
         """One transaction: the file's old chunks out (their vectors kept by key), the
         new ones in with their vectors and terms, a new generation announced."""
@@ -706,13 +759,15 @@ class PostgresIndex:
             with conn.transaction():
                 removed = self._chunk_ids(conn, [path])
                 self._retire(conn, removed, now)
-                conn.execute(self._q("DELETE FROM {s}.files WHERE path = %s"), (path,))
+                stored = _to_db(path)
+                conn.execute(self._q("DELETE FROM {s}.files WHERE path = %s"), (stored,))
                 row = conn.execute(
                     self._q(
                         "INSERT INTO {s}.files (path, kind, title, content_hash, size, mtime_ns,"
-                        " indexed_at, error) VALUES (%s, %s, %s, %s, %s, %s, %s, %s) RETURNING id"
+                        " indexed_at, error, note) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)"
+                        " RETURNING id"
                     ),
-                    (path, kind, title, content_hash, size, mtime_ns, now, error),
+                    (stored, kind, title, content_hash, size, mtime_ns, now, error, note),
                 ).fetchone()
                 assert row is not None
                 file_id = int(row[0])
@@ -771,7 +826,10 @@ class PostgresIndex:
             with conn.transaction():
                 removed = self._chunk_ids(conn, gone)
                 self._retire(conn, removed, now)
-                conn.execute(self._q("DELETE FROM {s}.files WHERE path = ANY(%s)"), (gone,))
+                conn.execute(
+                    self._q("DELETE FROM {s}.files WHERE path = ANY(%s)"),
+                    ([_to_db(p) for p in gone],),
+                )
                 if removed:
                     self._bump(conn)
             return removed
