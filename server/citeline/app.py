@@ -116,6 +116,7 @@ def seed_vectors(workspace: Workspace, source: Path) -> int:
     """Copy the vectors of an embedded index (a documents folder or its index folder)
     built with the workspace's model into its team collection: the same text gives the
     same vector, so the collection's writer embeds only what the source did not have."""
+    from citeline.backends.embedded import STORE_FILE
     from citeline.backends.postgres.index import PostgresIndex
     from citeline.backends.sqlite.store import read_vectors
 

@@ -432,14 +432,18 @@ class PostgresIndex:
 
     # -- reading ----------------------------------------------------------------------
 
-    def files(self) -> dict[str, FileRecord]:
+    def files(self, paths: Iterable[str] | None = None) -> dict[str, FileRecord]:
+        wanted = None if paths is None else [_to_db(p) for p in dict.fromkeys(paths)]
+
         def read(conn: psycopg.Connection[Any]) -> dict[str, FileRecord]:
-            rows = conn.execute(
-                self._q(
-                    "SELECT id, path, kind, title, content_hash, size, mtime_ns, indexed_at, error,"
-                    " note FROM {s}.files"
-                )
-            ).fetchall()
+            query = (
+                "SELECT id, path, kind, title, content_hash, size, mtime_ns, indexed_at, error,"
+                " note FROM {s}.files"
+            )
+            if wanted is None:
+                rows = conn.execute(self._q(query)).fetchall()
+            else:
+                rows = conn.execute(self._q(query + " WHERE path = ANY(%s)"), (wanted,)).fetchall()
             return {
                 _from_db(row[1]): FileRecord(row[0], _from_db(row[1]), *row[2:]) for row in rows
             }
