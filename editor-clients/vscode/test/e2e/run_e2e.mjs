@@ -49,13 +49,15 @@ async function runCommand(page, title, timeoutMs = 60_000) {
   // Right after the workbench shows, a freshly installed extension's commands may
   // not be registered yet ("No matching commands"): retry, bounded.
   const end = Date.now() + timeoutMs;
+  // The palette also closes if focus moves just as it opens (an editor that a
+  // previous step opened taking focus late): that attempt is retried too.
   for (let attempt = 1; ; attempt++) {
     await page.keyboard.press('F1');
     const input = page.locator('.quick-input-widget input.input');
-    await input.waitFor({ state: 'visible', timeout: 15_000 });
-    await input.fill(`>${title}`);
     const row = page.locator('.quick-input-list .monaco-list-row', { hasText: title }).first();
     try {
+      await input.waitFor({ state: 'visible', timeout: 15_000 });
+      await input.fill(`>${title}`, { timeout: 5_000 });
       await row.waitFor({ state: 'visible', timeout: 3000 });
       await page.keyboard.press('Enter');
       return;
