@@ -25,6 +25,9 @@ CJK_RUN = re.compile(CJK_CHAR + "+")
 #: joined without a space.
 WIDE_CHAR = re.compile(rf"[{_CJK_RANGES}\uff00-\uffef]")
 
+#: CJK symbols and punctuation (U+3000-303F: 。、「」 and the ideographic space).
+CJK_PUNCTUATION = re.compile(r"[\u3000-\u303f]")
+
 #: The rule HF's BERT tokenizer uses for "Chinese characters" (CJK Unified
 #: Ideographs and their extensions, no kana or Hangul) lives with the WordPiece
 #: normalisation (``citeline.backends.llama.wordpiece``): it must match HF's

@@ -43,6 +43,10 @@ SENTENCES = [
     ("索引保存在文档文件夹中。它可以随时重建！", ["索引保存在文档文件夹中。", "它可以随时重建！"]),
     ("是否支持PDF？支持；但需要文字层。", ["是否支持PDF？", "支持；", "但需要文字层。"]),
     ("他说：“你好。”然后离开了。", ["他说：“你好。”", "然后离开了。"]),
+    (
+        "句末：中文的“。”“！”“？”和英文的句号都算。再次在行末结束。",
+        ["句末：中文的“。”“！”“？”和英文的句号都算。", "再次在行末结束。"],
+    ),
     ("真的吗?是的", ["真的吗?", "是的"]),
     # mixed
     (
@@ -69,6 +73,10 @@ def test_paragraph_lines_are_joined_and_split_into_sentences() -> None:
 def test_chinese_lines_join_without_spaces() -> None:
     units = split_units("索引保存在\n文档文件夹中。")
     assert [u.text for u in units] == ["索引保存在文档文件夹中。"]
+    units = split_units("窗口（默认 `a`，\n重叠 `b`）。中文的“；”\n和英文的句号。")
+    assert [u.text for u in units] == ["窗口（默认 `a`，重叠 `b`）。", "中文的“；”和英文的句号。"]
+    units = split_units("He said “yes”\nand “no”\n“maybe”.")
+    assert [u.text for u in units] == ["He said “yes” and “no” “maybe”."]
 
 
 def test_list_items_are_units_with_their_lead_in() -> None:

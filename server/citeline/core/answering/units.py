@@ -21,7 +21,7 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
-from citeline.core.scripts import CJK_CHAR
+from citeline.core.scripts import CJK_CHAR, CJK_PUNCTUATION, WIDE_CHAR
 
 UnitKind = Literal["sentence", "item", "row", "code"]
 
@@ -71,6 +71,7 @@ _LATIN_END = re.compile(r"[.!?]+[\"'”’)\]]*(?=\s)")
 # Chinese, Japanese: full-width terminators end a sentence without a space; so do
 # ASCII ! and ? directly followed by a CJK character.
 _CJK_END = re.compile(r"(?:[。！？；]+|[!?]+(?=" + CJK_CHAR + r"))[”’」』）)\]]*")
+_OPENING_QUOTES = frozenset("“‘「『")
 _WORD_BEFORE = re.compile(r"(\S+)$")
 _NEXT_START = re.compile(r"\s*(\S)")
 
@@ -107,7 +108,8 @@ def split_sentences(text: str) -> list[str]:
         if _ends_sentence(text, match.end()):
             cuts.add(match.end())
     for match in _CJK_END.finditer(text):
-        cuts.add(match.end())
+        if text[match.start() - 1 : match.start()] not in _OPENING_QUOTES:
+            cuts.add(match.end())  # (a quoted terminator, “。”, is named, not used)
     sentences: list[str] = []
     start = 0
     for cut in sorted(cuts):
@@ -130,14 +132,28 @@ _SHELL_PROMPT = re.compile(r"^\s*(?:\$|#|%|>>>|PS>)\s")
 _CODE_LINE_END = re.compile(r"[{};]\s*$|^\s*[}\])]")
 
 
+_CURLY_QUOTES = "“”‘’"
+
+
+def _joins_tight(before: str, after: str) -> bool:
+    """Whether a line break between these characters is no space: CJK text and its
+    punctuation (，。“”) on both sides, not two curly quotes alone."""
+    if before in _CURLY_QUOTES and after in _CURLY_QUOTES:
+        return False
+    return all(
+        WIDE_CHAR.match(char) or CJK_PUNCTUATION.match(char) or char in _CURLY_QUOTES
+        for char in (before, after)
+    )
+
+
 def _join_lines(lines: list[str]) -> str:
-    """A paragraph's wrapped lines as one line: one space, none between CJK characters."""
+    """A paragraph's wrapped lines as one line: one space, none within CJK text."""
     out = ""
     for line in lines:
         line = line.strip()
         if not line:
             continue
-        if out and not (re.match(CJK_CHAR, out[-1]) and re.match(CJK_CHAR, line[0])):
+        if out and not _joins_tight(out[-1], line[0]):
             out += " "
         out += line
     return out
