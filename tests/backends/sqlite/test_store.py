@@ -1,6 +1,8 @@
 import os
 import sqlite3
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -19,30 +21,43 @@ def vec(seed: int) -> np.ndarray:
     return v / np.linalg.norm(v)
 
 
+def put(
+    store: SqliteStore,
+    content_hash: str,
+    chunks: Sequence[NewChunk] = (),
+    vectors: Mapping[str, np.ndarray] | None = None,
+    *,
+    path: str = "a.md",
+    kind: str = "markdown",
+    title: str = "T",
+    mtime_ns: int = 1,
+    **extra: Any,
+) -> tuple[list[int], list[int]]:
+    """``replace_file`` with what these tests do not vary filled in."""
+    return store.replace_file(
+        path=path,
+        kind=kind,
+        title=title,
+        content_hash=content_hash,
+        size=1,
+        mtime_ns=mtime_ns,
+        chunks=list(chunks),
+        new_vectors=dict(vectors or {}),
+        **extra,
+    )
+
+
 def test_replace_file_swaps_chunks_and_bumps_generation(tmp_path: Path) -> None:
     store = SqliteStore(tmp_path / "s.db")
     g0 = store.generation
-    removed, added = store.replace_file(
-        path="a.md",
-        kind="markdown",
-        title="T",
-        content_hash="h1",
-        size=1,
-        mtime_ns=1,
-        chunks=[NewChunk(chunk("one"), "k1"), NewChunk(chunk("two", 1), "k2")],
-        new_vectors={"k1": vec(1), "k2": vec(2)},
+    removed, added = put(
+        store,
+        "h1",
+        [NewChunk(chunk("one"), "k1"), NewChunk(chunk("two", 1), "k2")],
+        {"k1": vec(1), "k2": vec(2)},
     )
     assert removed == [] and len(added) == 2 and store.generation == g0 + 1
-    removed2, added2 = store.replace_file(
-        path="a.md",
-        kind="markdown",
-        title="T",
-        content_hash="h2",
-        size=1,
-        mtime_ns=2,
-        chunks=[NewChunk(chunk("one"), "k1")],
-        new_vectors={},
-    )
+    removed2, added2 = put(store, "h2", [NewChunk(chunk("one"), "k1")], mtime_ns=2)
     assert sorted(removed2) == sorted(added) and len(added2) == 1
     assert store.counts() == IndexCounts(1, 1)
     assert store.chunks_by_id(added2)[added2[0]].text == "one"
@@ -50,62 +65,25 @@ def test_replace_file_swaps_chunks_and_bumps_generation(tmp_path: Path) -> None:
     assert set(store.vectors_for_keys(["k1", "k2", "k3"], 4)) == {"k1", "k2"}
     assert store.prune_vectors(older_than_seconds=-1) == 1
     assert set(store.vectors_for_keys(["k1", "k2"], 4)) == {"k1"}
-    store.replace_file(
-        path="a.md",
-        kind="markdown",
-        title="T",
-        content_hash="h3",
-        size=1,
-        mtime_ns=3,
-        chunks=[],
-        new_vectors={},
-    )
+    put(store, "h3", mtime_ns=3)
     assert store.prune_vectors(older_than_seconds=-1) == 0  # pruned within the hour
     assert store.prune_vectors(older_than_seconds=-1, every_seconds=0) == 1
 
 
 def test_failed_transaction_leaves_old_version(tmp_path: Path) -> None:
     store = SqliteStore(tmp_path / "s.db")
-    store.replace_file(
-        path="a.md",
-        kind="markdown",
-        title="T",
-        content_hash="h1",
-        size=1,
-        mtime_ns=1,
-        chunks=[NewChunk(chunk("one"), "k1")],
-        new_vectors={"k1": vec(1)},
-    )
+    put(store, "h1", [NewChunk(chunk("one"), "k1")], {"k1": vec(1)})
     # the second chunk cannot be stored: the first is already written when it fails
     broken = NewChunk(Chunk("a.md", "T", (object(),), "bad", 1, 2, None, 1), "k9")  # type: ignore[arg-type]
     with pytest.raises(TypeError):
-        store.replace_file(
-            path="a.md",
-            kind="markdown",
-            title="T",
-            content_hash="h2",
-            size=1,
-            mtime_ns=2,
-            chunks=[NewChunk(chunk("new"), "k9"), broken],
-            new_vectors={"k9": vec(9)},
-        )
+        put(store, "h2", [NewChunk(chunk("new"), "k9"), broken], {"k9": vec(9)}, mtime_ns=2)
     files = store.files()
     assert files["a.md"].content_hash == "h1" and store.counts() == IndexCounts(1, 1)
 
 
 def test_errors_and_removal(tmp_path: Path) -> None:
     store = SqliteStore(tmp_path / "s.db")
-    store.replace_file(
-        path="bad.pdf",
-        kind="unknown",
-        title="bad.pdf",
-        content_hash="h",
-        size=1,
-        mtime_ns=1,
-        chunks=[],
-        new_vectors={},
-        error="PDF is encrypted",
-    )
+    put(store, "h", path="bad.pdf", kind="unknown", title="bad.pdf", error="PDF is encrypted")
     assert store.file_errors() == [("bad.pdf", "PDF is encrypted")]
     assert store.counts() == IndexCounts(0, 0)
     store.remove_files(["bad.pdf"])
@@ -122,15 +100,12 @@ def test_damaged_database_is_a_clear_error(tmp_path: Path) -> None:
 def _filled(path: Path, files: int = 40) -> None:
     store = SqliteStore(path)
     for f in range(files):
-        store.replace_file(
+        put(
+            store,
+            str(f),
+            [NewChunk(chunk("word " * 200, i, f"f{f}.md"), f"k{f}-{i}") for i in range(5)],
+            {f"k{f}-{i}": vec(f * 10 + i) for i in range(5)},
             path=f"f{f}.md",
-            kind="markdown",
-            title="T",
-            content_hash=str(f),
-            size=1,
-            mtime_ns=1,
-            chunks=[NewChunk(chunk("word " * 200, i, f"f{f}.md"), f"k{f}-{i}") for i in range(5)],
-            new_vectors={f"k{f}-{i}": vec(f * 10 + i) for i in range(5)},
         )
     store.close()
 
@@ -195,17 +170,7 @@ def test_a_name_that_is_not_utf8_is_stored_losslessly(tmp_path: Path) -> None:
     store = SqliteStore(tmp_path / "s.db")
     name = os.fsdecode(b"notes/caf\xe9-\xff.md")  # Latin-1 bytes: lone surrogates
     for path, key in ((name, "k1"), ("notes/café.md", "k2")):
-        store.replace_file(
-            path=path,
-            kind="markdown",
-            title="T",
-            content_hash="h",
-            size=1,
-            mtime_ns=1,
-            chunks=[NewChunk(chunk("text", 0, path), key)],
-            new_vectors={key: vec(1)},
-            error=None,
-        )
+        put(store, "h", [NewChunk(chunk("text", 0, path), key)], {key: vec(1)}, path=path)
     assert set(store.files()) == {name, "notes/café.md"}
     ids = store.chunk_ids_for(name)
     assert len(ids) == 1 and store.chunks_by_id(ids)[ids[0]].path == name
@@ -218,15 +183,13 @@ def test_a_name_that_is_not_utf8_is_stored_losslessly(tmp_path: Path) -> None:
 
 def test_notes_are_kept_with_the_file(tmp_path: Path) -> None:
     store = SqliteStore(tmp_path / "s.db")
-    store.replace_file(
+    put(
+        store,
+        "h",
+        [NewChunk(chunk("text", 0, "a.pdf"), "k")],
+        {"k": vec(1)},
         path="a.pdf",
         kind="pdf",
-        title="T",
-        content_hash="h",
-        size=1,
-        mtime_ns=1,
-        chunks=[NewChunk(chunk("text", 0, "a.pdf"), "k")],
-        new_vectors={"k": vec(1)},
         note="left out 3 running header/footer line(s)",
     )
     assert store.file_notes() == [("a.pdf", "left out 3 running header/footer line(s)")]
