@@ -1,4 +1,5 @@
-"""The embedded index: SQLite store + a vector index mirroring it, in a folder."""
+"""The embedded index: SQLite store + the vector and keyword indexes mirroring it, in a
+folder."""
 
 from __future__ import annotations
 
@@ -65,6 +66,33 @@ def test_stale_or_missing_vector_file_is_rebuilt_from_the_store(tmp_path: Path) 
     index.close()
 
 
+def test_the_keyword_index_follows_the_store_and_is_rebuilt_when_stale_or_damaged(
+    tmp_path: Path,
+) -> None:
+    index = EmbeddedIndex(tmp_path, IDENTITY, FaissVectorIndex)
+    with index.writing():
+        (first,) = add_file(index, "a.md", "k", unit([0, 0, 1]))
+        (second,) = add_file(index, "b.md", "k", unit([0, 0, 1]))
+    assert sorted(i for i, _ in index.keyword_search(["x"], 5)) == [first, second]
+    assert index.document_frequencies(["x"]) == (2, {"x": 2})
+    index.close()
+    # a crash after a store commit but before the keyword file was saved
+    index = EmbeddedIndex(tmp_path, IDENTITY, FaissVectorIndex)
+    index.store.remove_files(["a.md"])
+    index.close()
+    index = EmbeddedIndex(tmp_path, IDENTITY, FaissVectorIndex)
+    assert [i for i, _ in index.keyword_search(["x"], 5)] == [second]
+    generation = index.store.generation
+    index.close()
+    # damaged files at the right generation are rebuilt too
+    for npy in tmp_path.glob("keywords.postings.*.npy"):
+        npy.write_bytes(b"garbage")
+    (tmp_path / "keywords.postings.json").write_text(json.dumps({"generation": generation}))
+    index = EmbeddedIndex(tmp_path, IDENTITY, FaissVectorIndex)
+    assert [i for i, _ in index.keyword_search(["x"], 5)] == [second]
+    index.close()
+
+
 def test_another_model_clears_vectors_and_other_chunking_keeps_them(tmp_path: Path) -> None:
     index = EmbeddedIndex(tmp_path, IDENTITY, FaissVectorIndex)
     with index.writing():
@@ -89,6 +117,7 @@ def test_a_change_another_process_committed_is_picked_up_on_refresh(tmp_path: Pa
     assert reader.dense_search(unit([0, 1, 0]), 1) == []
     reader.refresh()
     assert reader.dense_search(unit([0, 1, 0]), 1)[0][0] == added
+    assert reader.keyword_search(["x"], 1)[0][0] == added
     assert (tmp_path / ".gitignore").read_text().strip().endswith("*")
     reader.close()
     writer.close()
@@ -131,7 +160,10 @@ def test_a_store_marked_damaged_in_use_is_rebuilt_on_open(tmp_path: Path) -> Non
     assert _damaged_names(tmp_path) == ["index.sqlite3"]
 
 
-@pytest.mark.parametrize("name", ["lock", "vectors.faiss", "vectors.faiss.json"])
+@pytest.mark.parametrize(
+    "name",
+    ["lock", "vectors.faiss", "vectors.faiss.json", "keywords.postings", "keywords.postings.json"],
+)
 def test_a_folder_in_place_of_a_file_is_moved_aside(tmp_path: Path, name: str) -> None:
     index = EmbeddedIndex(tmp_path, IDENTITY, FaissVectorIndex)
     add_file(index, "a.md", "k1", unit([1, 0, 0]))

@@ -13,6 +13,7 @@ import psycopg.sql
 import pytest
 
 from citeline.backends.postgres import keywords as pg_keywords
+from citeline.backends.postings import PostingsKeywordIndex
 from citeline.backends.sqlite import fts5
 from citeline.core.keywords import KeywordIndex, terms
 from memory import MemoryKeywordIndex
@@ -38,6 +39,7 @@ def postgres_index(request: pytest.FixtureRequest) -> KeywordIndex:
 # Each makes an empty index (with whatever the test session provides).
 FACTORIES: dict[str, Callable[[pytest.FixtureRequest], KeywordIndex]] = {
     "fts5": fts5_index,
+    "postings": lambda request: PostingsKeywordIndex(),
     "memory": lambda request: MemoryKeywordIndex(),
     "postgresql": postgres_index,
 }

@@ -1,4 +1,8 @@
-from citeline.core.keywords import query_terms, terms
+import math
+
+import pytest
+
+from citeline.core.keywords import bm25_idf, fold, query_terms, terms
 
 
 def test_english_words_are_stemmed_and_stop_words_dropped() -> None:
@@ -28,3 +32,15 @@ def test_full_width_forms_are_normalised() -> None:
 
 def test_query_terms_are_distinct() -> None:
     assert query_terms("index the index") == ["index"]
+
+
+def test_fold_removes_latin_diacritics_only() -> None:
+    assert fold("café") == "cafe" and fold("naïve") == "naive" and fold("Ångström") == "Angstrom"
+    assert fold("索引") == "索引" and fold("plain") == "plain"
+    assert fold("ё") == "ё"  # Cyrillic keeps its marks, as FTS5's remove_diacritics=1 does
+
+
+def test_bm25_idf_is_fts5s_and_never_negative() -> None:
+    assert bm25_idf(100, 1) == pytest.approx(math.log(99.5 / 1.5))
+    assert bm25_idf(100, 90) == 1e-6  # a term in most chunks carries ~nothing
+    assert bm25_idf(10, 0) > bm25_idf(10, 3) > bm25_idf(10, 6)

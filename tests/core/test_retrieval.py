@@ -3,7 +3,6 @@ real index with the real embedding model and the tests' own GGUF cross-encoder."
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
@@ -15,7 +14,7 @@ from citeline.backends.llama.reranker import RerankError
 from citeline.core.chunking import embedding_text
 from citeline.core.documents import Hit
 from citeline.core.reranking import Reranker
-from citeline.core.retrieval import Retriever, bm25_idf, rrf
+from citeline.core.retrieval import Retriever, rrf
 from citeline.settings import RerankingSettings, Settings, load_settings
 from conftest import CountingEmbedder
 
@@ -52,12 +51,6 @@ def test_rrf_ties_break_by_chunk_id_and_empty_lists_are_fine() -> None:
     ]
     assert rrf([[], [3]], [1.0, 1.0], k=60) == [(3, pytest.approx(1 / 61))]
     assert rrf([], [], k=60) == []
-
-
-def test_bm25_idf_is_fts5s_and_never_negative() -> None:
-    assert bm25_idf(100, 1) == pytest.approx(math.log(99.5 / 1.5))
-    assert bm25_idf(100, 90) == 1e-6  # a term in most chunks carries ~nothing
-    assert bm25_idf(10, 0) > bm25_idf(10, 3) > bm25_idf(10, 6)
 
 
 # -- real search -------------------------------------------------------------------

@@ -2,15 +2,18 @@
 
 ``<docs>/.citeline/`` (configurable) holds ``index.sqlite3`` (the store: files,
 chunks, vectors by content key, FTS5 keyword terms; the source of truth),
-``vectors.faiss`` (+ ``.json`` with the store generation it reflects) and a
-``.gitignore`` so the folder never pollutes a repository.
+``vectors.faiss`` and ``keywords.postings`` (each + ``.json`` with the store
+generation it reflects) and a ``.gitignore`` so the folder never pollutes a
+repository.
 
-The vector index is an in-memory mirror of the store, of any
-:class:`~citeline.core.vectors.VectorIndexType` (FAISS by default).  Every commit
-that changes chunks bumps the store's generation; the mirror is saved at the end
-of a write with the generation it reflects, and on open (or when another process
-committed) a missing, unreadable or stale file is rebuilt from the store, which
-always holds every vector.
+Two in-memory mirrors of the store serve searches: the vector index, of any
+:class:`~citeline.core.vectors.VectorIndexType` (FAISS by default), and the keyword
+index (``backends/postings``: BM25 as the store's FTS5 table computes it, without
+scoring every matching row).  Every commit that changes chunks bumps the store's
+generation; each mirror is saved at the end of a write with the generation it
+reflects, and on open (or when another process committed) a missing, unreadable or
+stale one is rebuilt from the store, which always holds every vector and every
+chunk's terms.
 
 Damage is recovered, not reported as a dead end: the index is derived from the
 documents, so a damaged database (truncated, overwritten, not a database, a
@@ -33,6 +36,7 @@ from pathlib import Path
 
 import numpy as np
 
+from citeline.backends.postings import PostingsKeywordIndex
 from citeline.backends.sqlite.store import (
     SqliteStore,
     StoreDamaged,
@@ -55,6 +59,7 @@ log = logging.getLogger(__name__)
 
 STORE_FILE = "index.sqlite3"
 VECTORS_FILE = "vectors.faiss"
+KEYWORDS_FILE = "keywords.postings"
 LOCK_FILE = "lock"
 
 
@@ -76,6 +81,7 @@ class EmbeddedIndex:
         self.store = self._open_store()
         reconcile_identity(self.store, identity)
         self.vectors = self._open_vectors()
+        self.keywords = self._open_keywords()
         self._loaded_generation = self.store.generation
 
     @property
@@ -98,6 +104,10 @@ class EmbeddedIndex:
     def vectors_path(self) -> Path:
         return self.index_dir / VECTORS_FILE
 
+    @property
+    def keywords_path(self) -> Path:
+        return self.index_dir / KEYWORDS_FILE
+
     def _open_store(self) -> SqliteStore:
         """The store; a damaged one is moved aside (with its journal files) and rebuilt."""
         path = self.index_dir / STORE_FILE
@@ -110,35 +120,61 @@ class EmbeddedIndex:
             rebuild_marker(path).unlink(missing_ok=True)
             return SqliteStore(path)
 
-    # -- the vector mirror ----------------------------------------------------------
+    # -- the mirrors -----------------------------------------------------------------
 
     def _open_vectors(self) -> VectorIndex:
         """The saved vector index if it reflects the store, else rebuilt and saved."""
         path, dimension = self.vectors_path, self._identity.dimension
-        try:
-            saved = json.loads(_generation_file(path).read_text())["generation"]
-            if saved == self.store.generation:
+        if self._saved_generation(path) == self.store.generation:
+            try:
                 return self._vector_type.load(path, dimension)
-        except (OSError, ValueError, KeyError, TypeError) as exc:
-            log.debug("vector index at %s not usable (%s); rebuilding", path, exc)
+            except (OSError, ValueError) as exc:
+                log.debug("vector index at %s not usable (%s); rebuilding", path, exc)
         log.info("rebuilding vector index from the store")
         vectors = self._vector_type.empty(dimension)
         for ids, rows in self.store.iter_chunk_vectors(dimension):
             vectors.add(ids, rows)
-        self._save(vectors)
+        self._save(self.vectors_path, vectors)
         return vectors
 
-    def _save(self, vectors: VectorIndex) -> None:
-        for path in (self.vectors_path, _generation_file(self.vectors_path)):
-            _clear_way(path)
-        vectors.save(self.vectors_path)
-        generation = self.store.generation
-        _generation_file(self.vectors_path).write_text(json.dumps({"generation": generation}))
-        self._loaded_generation = generation
+    def _open_keywords(self) -> PostingsKeywordIndex:
+        """The saved keyword index if it reflects the store, else rebuilt and saved."""
+        path = self.keywords_path
+        if self._saved_generation(path) == self.store.generation:
+            try:
+                return PostingsKeywordIndex.load(path)
+            except (OSError, ValueError) as exc:
+                log.debug("keyword index at %s not usable (%s); rebuilding", path, exc)
+        started = time.perf_counter()
+        keywords = PostingsKeywordIndex.build(self.store.keywords.all_terms())
+        log.info(
+            "rebuilt the keyword index (%d chunks) from the store in %.2f s",
+            len(keywords),
+            time.perf_counter() - started,
+        )
+        self._save(path, keywords)
+        return keywords
+
+    @staticmethod
+    def _saved_generation(path: Path) -> int | None:
+        """The store generation a saved mirror reflects (None: none readable)."""
+        try:
+            saved = json.loads(_generation_file(path).read_text())["generation"]
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
+        return saved if isinstance(saved, int) else None
+
+    def _save(self, path: Path, mirror: VectorIndex | PostingsKeywordIndex) -> None:
+        for file in (path, _generation_file(path)):
+            _clear_way(file)
+        mirror.save(path)
+        _generation_file(path).write_text(json.dumps({"generation": self.store.generation}))
 
     def refresh(self) -> None:
         if self.store.generation != self._loaded_generation:
             self.vectors = self._open_vectors()
+            self.keywords = self._open_keywords()
+            self._loaded_generation = self.store.generation
 
     def generation(self) -> int:
         return self.store.generation
@@ -176,10 +212,10 @@ class EmbeddedIndex:
         return self.vectors.similarity(query, ids)
 
     def keyword_search(self, terms: Sequence[str], k: int) -> list[tuple[int, float]]:
-        return self.store.keywords.search(terms, k)
+        return self.keywords.search(terms, k)
 
     def document_frequencies(self, terms: Sequence[str]) -> tuple[int, dict[str, int]]:
-        return self.store.keywords.document_frequencies(terms)
+        return self.keywords.document_frequencies(terms)
 
     # -- writing ----------------------------------------------------------------------
 
@@ -192,7 +228,9 @@ class EmbeddedIndex:
             try:
                 self.refresh()
                 yield
-                self._save(self.vectors)
+                self._save(self.vectors_path, self.vectors)
+                self._save(self.keywords_path, self.keywords)
+                self._loaded_generation = self.store.generation
             finally:
                 fcntl.flock(fd, fcntl.LOCK_UN)
         finally:
@@ -235,6 +273,8 @@ class EmbeddedIndex:
             note=note,
         )
         self._mirror(removed, added, chunk_vectors)
+        for chunk_id, item in zip(added, chunks, strict=True):
+            self.keywords.add(chunk_id, item.terms)
         return removed, added
 
     def remove_files(self, paths: Iterable[str]) -> list[int]:
@@ -243,8 +283,10 @@ class EmbeddedIndex:
         return removed
 
     def _mirror(self, removed: list[int], added: list[int], vectors: FloatMatrix | None) -> None:
-        """Mirror a committed store change in the in-memory vector index."""
+        """Mirror a committed store change in the in-memory indexes (the keyword index
+        is given the added chunks' terms by :meth:`replace_file`)."""
         self.vectors.remove(removed)
+        self.keywords.remove(removed)
         if added:
             assert vectors is not None
             self.vectors.add(np.asarray(added, dtype=np.int64), vectors)

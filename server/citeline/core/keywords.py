@@ -16,6 +16,7 @@ already turned into terms, so its own tokenizer only has to split on spaces:
 
 from __future__ import annotations
 
+import math
 import re
 import unicodedata
 from collections.abc import Sequence
@@ -134,6 +135,35 @@ def identifier_terms(text: str) -> set[str]:
 def query_terms(text: str) -> list[str]:
     """Distinct terms of a query, in first-seen order."""
     return list(dict.fromkeys(terms(text)))
+
+
+# BM25 as SQLite FTS5's bm25() computes it: every keyword backend scores with these.
+K1 = 1.2
+B = 0.75
+
+
+def bm25_idf(total: int, frequency: int) -> float:
+    """FTS5's IDF: log((N - n + 0.5) / (n + 0.5)), floored just above zero."""
+    return max(1e-6, math.log((total - frequency + 0.5) / (frequency + 0.5)))
+
+
+def _is_latin(char: str) -> bool:
+    code = ord(char)
+    return code < 0x250 or 0x1E00 <= code < 0x1F00
+
+
+def fold(term: str) -> str:
+    """A term as FTS5's ``unicode61`` tokenizer stores it: Latin letters without
+    their diacritics (``café`` → ``cafe``); everything else as it is.  Every keyword
+    backend compares folded terms, so ``café`` and ``cafe`` are one term in each."""
+    if term.isascii():
+        return term
+    out: list[str] = []
+    for char in unicodedata.normalize("NFD", term):
+        if unicodedata.combining(char) and out and _is_latin(out[-1]):
+            continue
+        out.append(char)
+    return unicodedata.normalize("NFC", "".join(out))
 
 
 class KeywordIndex(Protocol):

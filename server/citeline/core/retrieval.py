@@ -22,7 +22,6 @@ Chunks with identical text are collapsed to the best-ranked one.
 from __future__ import annotations
 
 import logging
-import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Literal
@@ -67,11 +66,6 @@ def rrf(
     return sorted(scores.items(), key=lambda item: (-item[1], item[0]))
 
 
-def bm25_idf(total: int, frequency: int) -> float:
-    """FTS5's IDF: log((N - n + 0.5) / (n + 0.5)), floored just above zero."""
-    return max(1e-6, math.log((total - frequency + 0.5) / (frequency + 0.5)))
-
-
 class Retriever:
     """Searches one index.  Use from the thread that owns the embedder."""
 
@@ -95,7 +89,6 @@ class Retriever:
 
     def dense(self, query: str, k: int) -> tuple[np.ndarray, list[tuple[int, float]]]:
         """The query vector and (chunk id, cosine) for the k nearest chunks."""
-        self.index.refresh()
         vector = self.embedder.embed_query(query)
         return vector, self.index.dense_search(vector, k)
 
@@ -110,7 +103,7 @@ class Retriever:
     def term_weights(self, terms: Sequence[str]) -> dict[str, float]:
         """Each keyword term's IDF in this index: rare terms weigh more."""
         total, frequencies = self.index.document_frequencies(terms)
-        return {t: bm25_idf(total, frequencies.get(t, 0)) for t in terms}
+        return {t: keywords.bm25_idf(total, frequencies.get(t, 0)) for t in terms}
 
     def unknown_terms(self, terms: Sequence[str]) -> set[str]:
         """The terms no chunk of this index contains."""
@@ -125,6 +118,7 @@ class Retriever:
         """The ``k`` best hits; ``rerank=False`` skips a configured reranker."""
         if not query.strip() or k <= 0:
             return []
+        self.index.refresh()  # what another process committed
         load = self.reranker if rerank and self.rerank_candidates > 0 else None
         reranker = load() if load is not None else None
         depth = max(k, self.rerank_candidates) if reranker else k

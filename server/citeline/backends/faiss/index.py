@@ -27,10 +27,7 @@ another process replaced it, the save writes a whole new base instead.
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
-import os
-import secrets
 import struct
 import time
 from collections.abc import Sequence
@@ -40,6 +37,7 @@ from typing import Any
 import faiss
 import numpy as np
 
+from citeline.backends import segments
 from citeline.backends.faiss import kinds
 from citeline.core.embedding import FloatMatrix
 from citeline.core.vectors import IdArray
@@ -194,7 +192,7 @@ class FaissVectorIndex:
             for record in self._pending:
                 handle.write(_encode(record))
             head["log_bytes"] = handle.tell()
-        _write_head(path, head)
+        segments.write_head(path, head)
         self._head = head
         self._pending = []
 
@@ -207,7 +205,7 @@ class FaissVectorIndex:
         started = time.perf_counter()
         ids, vectors = self._contents()
         kind = kinds.wanted_kind(self.choice, len(ids), self._base.kind)
-        token = secrets.token_hex(6)
+        token = segments.new_token()
         prefix = f"{path.name}.{token}"
         head: dict[str, Any] = {
             "format": _FORMAT,
@@ -228,8 +226,8 @@ class FaissVectorIndex:
             if len(ids):  # a small flat index lives in its log
                 handle.write(_encode((_ADD, ids, vectors)))
             head["log_bytes"] = handle.tell()
-        _write_head(path, head)
-        _remove_other_tokens(path, token)
+        segments.write_head(path, head)
+        segments.remove_other_tokens(path, token)
         # Carry on from what was written: the base mapped, the log in the delta.
         self._base = _read_base(path.parent, head, self._dimension)
         self._delta = _exact_delta(self._dimension)
@@ -316,14 +314,7 @@ def _encode(record: _Record) -> bytes:
 
 
 def _read_head(path: Path) -> dict[str, Any]:
-    if not path.is_file():
-        raise FileNotFoundError(f"no vector index at {path}")
-    try:
-        head = json.loads(path.read_bytes().decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ValueError(f"unreadable vector index {path}: {exc}") from exc
-    if not isinstance(head, dict) or head.get("format") != _FORMAT:
-        raise ValueError(f"vector index {path} is of another format")
+    head = segments.read_head(path, _FORMAT, "vector index")
     if head.get("kind") not in kinds.KINDS:
         raise ValueError(f"vector index {path} has an unknown kind {head.get('kind')!r}")
     return head
@@ -336,22 +327,7 @@ def _read_head_or_none(path: Path) -> dict[str, Any] | None:
         return None
 
 
-def _write_head(path: Path, head: dict[str, Any]) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(head))
-    os.replace(tmp, path)
-
-
 def _read_base(folder: Path, head: dict[str, Any], dimension: int) -> kinds.Base:
     if not head.get("base"):
         return kinds.empty_base(dimension, head["kind"])
     return kinds.read_base(folder, str(head["base"]), head["kind"], dimension)
-
-
-def _remove_other_tokens(path: Path, token: str) -> None:
-    """Delete the bases and logs of tokens other than ``token`` (``<path>.<token>.*``)."""
-    for other in path.parent.glob(f"{path.name}.*.*"):
-        parts = other.name[len(path.name) + 1 :].split(".")
-        if len(parts[0]) == 12 and parts[0] != token and parts[-1] in ("base", "log", "npy"):
-            with contextlib.suppress(OSError):
-                other.unlink()

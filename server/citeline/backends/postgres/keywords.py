@@ -24,8 +24,6 @@ removed), so ``café`` and ``cafe`` are one term in both backends.
 
 from __future__ import annotations
 
-import math
-import unicodedata
 from collections import Counter
 from collections.abc import Sequence
 from typing import Any
@@ -33,8 +31,7 @@ from typing import Any
 import psycopg
 from psycopg import sql
 
-K1 = 1.2
-B = 0.75
+from citeline.core.keywords import K1, B, bm25_idf, fold
 
 TABLES = ("chunk_terms", "postings", "term_df", "keyword_stats")
 
@@ -63,28 +60,6 @@ INSERT INTO {s}.keyword_stats VALUES (1, 0, 0) ON CONFLICT DO NOTHING;
 
 def create_tables(conn: psycopg.Connection[Any], schema: str) -> None:
     conn.execute(sql.SQL(_SCHEMA).format(s=sql.Identifier(schema)))
-
-
-def _is_latin(char: str) -> bool:
-    code = ord(char)
-    return code < 0x250 or 0x1E00 <= code < 0x1F00
-
-
-def fold(term: str) -> str:
-    """A term as FTS5's ``unicode61`` tokenizer stores it: Latin letters without
-    their diacritics (``café`` → ``cafe``); everything else as it is."""
-    if term.isascii():
-        return term
-    out: list[str] = []
-    for char in unicodedata.normalize("NFD", term):
-        if unicodedata.combining(char) and out and _is_latin(out[-1]):
-            continue
-        out.append(char)
-    return unicodedata.normalize("NFC", "".join(out))
-
-
-def idf(total: int, frequency: int) -> float:
-    return max(1e-6, math.log((total - frequency + 0.5) / (frequency + 0.5)))
 
 
 class PostgresKeywordIndex:
@@ -234,7 +209,7 @@ class PostgresKeywordIndex:
                     B,
                     length / total,
                     present,
-                    [idf(total, frequencies[t]) for t in present],
+                    [bm25_idf(total, frequencies[t]) for t in present],
                     k,
                 ),
             ).fetchall()

@@ -12,7 +12,7 @@ or roll back with the chunks they belong to.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 SCHEMA = """
 CREATE VIRTUAL TABLE IF NOT EXISTS chunk_terms USING fts5(terms, tokenize = "unicode61");
@@ -44,6 +44,19 @@ class Fts5KeywordIndex:
             (query, k),
         ).fetchall()
         return [(int(r[0]), float(r[1])) for r in rows]
+
+    def all_terms(self, batch: int = 10_000) -> Iterator[tuple[int, str]]:
+        """Every (chunk id, terms) row, in id order, read ``batch`` rows at a time."""
+        after = -(2**63)
+        while True:
+            rows = self._db.execute(
+                "SELECT rowid, terms FROM chunk_terms WHERE rowid > ? ORDER BY rowid LIMIT ?",
+                (after, batch),
+            ).fetchall()
+            if not rows:
+                return
+            yield from ((int(r[0]), str(r[1])) for r in rows)
+            after = int(rows[-1][0])
 
     def rows(self) -> int:
         """The number of rows: the first varint of FTS5's averages record (id 1 of its

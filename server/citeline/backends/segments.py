@@ -1,0 +1,52 @@
+"""What the indexes saved as a *base and a log* share (the FAISS vector index and the
+postings keyword index): a small JSON *head* replaced atomically, which names the
+base and the log of one *token*, and the removal of older tokens' files.
+
+``path`` itself is the head; ``<path>.<token>.*`` are its base and log.  A new base
+gets a new token, and the files of older tokens are deleted once the head no longer
+names them (a process that has them mapped keeps reading them).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import secrets
+from pathlib import Path
+from typing import Any
+
+TOKEN_LENGTH = 12  # hex digits
+_SUFFIXES = ("base", "log", "npy")
+
+
+def new_token() -> str:
+    return secrets.token_hex(TOKEN_LENGTH // 2)
+
+
+def read_head(path: Path, form: str, what: str) -> dict[str, Any]:
+    """The head at ``path``, of format ``form``; ``what`` names the index in errors."""
+    if not path.is_file():
+        raise FileNotFoundError(f"no {what} at {path}")
+    try:
+        head = json.loads(path.read_bytes().decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ValueError(f"unreadable {what} {path}: {exc}") from exc
+    if not isinstance(head, dict) or head.get("format") != form:
+        raise ValueError(f"{what} {path} is of another format")
+    return head
+
+
+def write_head(path: Path, head: dict[str, Any]) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(head))
+    os.replace(tmp, path)
+
+
+def remove_other_tokens(path: Path, token: str) -> None:
+    """Delete the bases and logs of tokens other than ``token`` (``<path>.<token>.*``)."""
+    for other in path.parent.glob(f"{path.name}.*.*"):
+        parts = other.name[len(path.name) + 1 :].split(".")
+        if len(parts[0]) == TOKEN_LENGTH and parts[0] != token and parts[-1] in _SUFFIXES:
+            with contextlib.suppress(OSError):
+                other.unlink()
