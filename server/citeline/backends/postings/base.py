@@ -71,7 +71,10 @@ def parse(terms: str) -> tuple[list[int], list[int], int]:
 
 def frequencies(tfs: npt.ArrayLike) -> Counts:
     """Term frequencies as stored: at most :data:`TF_MAX`."""
-    return np.minimum(np.asarray(tfs, dtype=np.int64), TF_MAX).astype(np.uint16)
+    tfs = np.asarray(tfs)
+    if tfs.dtype == np.uint16:
+        return tfs
+    return np.minimum(tfs.astype(np.int64), TF_MAX).astype(np.uint16)
 
 
 @dataclass(frozen=True)
@@ -142,18 +145,26 @@ def build(
     order = np.argsort(ids, kind="stable")
     position = np.empty(len(ids), dtype=np.int32)
     position[order] = np.arange(len(ids), dtype=np.int32)
-    all_hashes = np.asarray(hashes, dtype=np.uint64)
     rows = np.repeat(position, np.asarray(sizes, dtype=np.int64))
-    by_term = np.lexsort((rows, all_hashes))
-    sorted_hashes = all_hashes[by_term]
-    distinct, first = np.unique(sorted_hashes, return_index=True)
+    all_hashes = np.asarray(hashes, dtype=np.uint64)
+    if np.all(order[1:] > order[:-1]):  # rows given in id order: they stay in order
+        by_term = np.argsort(all_hashes, kind="stable")
+    else:
+        by_term = np.lexsort((rows, all_hashes))
+    rows = rows[by_term]
+    all_tfs = frequencies(tfs)[by_term]
+    all_hashes = all_hashes[by_term]
+    del by_term
+    boundary = np.ones(len(all_hashes), dtype=bool)  # where each term's postings begin
+    boundary[1:] = all_hashes[1:] != all_hashes[:-1]
+    first = np.flatnonzero(boundary)
     return Base(
         ids=ids[order],
         lengths=np.asarray(lengths, dtype=np.int32)[order],
-        hashes=distinct.astype(np.uint64),
-        starts=np.append(first, len(sorted_hashes)).astype(np.int64),
-        rows=rows[by_term].astype(np.int32),
-        tfs=frequencies(tfs)[by_term],
+        hashes=all_hashes[first],
+        starts=np.append(first, len(all_hashes)).astype(np.int64),
+        rows=rows,
+        tfs=all_tfs,
     )
 
 

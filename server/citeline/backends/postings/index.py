@@ -40,6 +40,7 @@ log = logging.getLogger(__name__)
 
 LOG_MIN = 4096
 LOG_SHARE = 0.10
+_BUILD_BATCH = 1 << 20  # postings gathered as Python lists before they become arrays
 
 _FORMAT = "citeline-postings/1"
 _ADD = struct.Struct("<cqii")  # b"A", chunk id, length, distinct terms; hashes, tfs
@@ -79,6 +80,7 @@ class PostingsKeywordIndex:
         ids: list[int] = []
         lengths: list[int] = []
         sizes: list[int] = []
+        parts: list[tuple[npt.NDArray[np.uint64], npt.NDArray[np.uint16]]] = []
         hashes: list[int] = []
         tfs: list[int] = []
         for chunk_id, terms in rows:
@@ -88,8 +90,20 @@ class PostingsKeywordIndex:
             sizes.append(len(names))
             hashes.extend(names)
             tfs.extend(counts)
+            if len(hashes) >= _BUILD_BATCH:  # as arrays: a tenth of the memory of lists
+                parts.append((np.asarray(hashes, dtype=np.uint64), bases.frequencies(tfs)))
+                hashes, tfs = [], []
+        parts.append((np.asarray(hashes, dtype=np.uint64), bases.frequencies(tfs)))
         index = cls()
-        index._set_base(bases.build(ids, lengths, sizes, hashes, tfs))
+        index._set_base(
+            bases.build(
+                ids,
+                lengths,
+                sizes,
+                np.concatenate([h for h, _ in parts]),
+                np.concatenate([t for _, t in parts]),
+            )
+        )
         return index
 
     @classmethod
