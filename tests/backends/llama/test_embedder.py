@@ -103,13 +103,14 @@ def test_packed_batches_equal_one_at_a_time(
             original: Callable[..., None] = model._decode
 
             def spy(
+                lane: Any,
                 group: list[int],
                 *args: Any,
                 decodes: list[int] = decodes,
                 original: Callable[..., None] = original,
             ) -> None:
                 decodes.append(len(group))
-                original(group, *args)
+                original(lane, group, *args)
 
             monkeypatch.setattr(model, "_decode", spy)
             batch = model.embed_documents(SENTENCES)
@@ -119,6 +120,20 @@ def test_packed_batches_equal_one_at_a_time(
             # ... and no attention leaked between them.
             for text, a, b in zip(SENTENCES, batch, singles, strict=True):
                 assert cosine(a, b) >= 0.9999, text[:40]
+
+
+def test_two_lanes_embed_as_one_does(gguf_path: Path, converted: LlamaEmbedder) -> None:
+    texts = [f"{text} ({i})" for i, text in enumerate(SENTENCES * 4)]
+    with LlamaEmbedder(gguf_path, max_tokens=256, n_threads=2) as two:
+        assert two.threads == 2 and len(two._lanes or ()) == 1  # a lane made when needed
+        query = two.embed_query("where is the index kept")
+        assert len(two._lanes or ()) == 1  # one decode: the first lane alone
+        rows = two.embed_documents(texts)
+        assert len(two._lanes or ()) == 2
+    alone = converted.embed_documents(texts)
+    for a, b in zip(rows, alone, strict=True):
+        assert cosine(a, b) >= 0.99999
+    assert cosine(query, converted.embed_query("where is the index kept")) >= 0.99999
 
 
 def test_embedder_basics(converted: LlamaEmbedder) -> None:

@@ -8,8 +8,11 @@ changes speed, not results (see :data:`DEFAULT_DECODE_TOKEN_BUDGET`).  Each sequ
 yields one pooled row: a vector for an embedding model, a relevance score for a
 reranker (rank pooling).
 
-Threading: an encoder (its llama.cpp model, context and batch buffers) must only be
-used from one thread at a time.  It takes no locks.
+Decodes run on one-thread contexts, *lanes* (``lanes.py``): a call with several
+decodes spreads them over as many lanes as the model's share of the cores.
+
+Threading: an encoder (its llama.cpp model, contexts and batch buffers) must only be
+used from one thread at a time; its lanes' threads live only inside a call.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ from citeline.backends.llama.batch import (
     pack_decodes,
 )
 from citeline.backends.llama.cpu_share import CPU, ThreadLimit
+from citeline.backends.llama.lanes import Lane, Lanes
 from citeline.backends.llama.runtime import POOLING_NAMES, POOLING_NONE
 from citeline.backends.llama.tokenizer import Tokenizer
 from citeline.core.embedding import FloatMatrix
@@ -74,7 +78,7 @@ class LlamaEncoder:
     ) -> None:
         self._path = Path(model_path)
         self._model: Any = None
-        self._ctx: Any = None
+        self._lanes: Lanes[list[int]] | None = None
         if max_tokens is not None and max_tokens < 1:
             raise ValueError(f"max_tokens must be positive, not {max_tokens}")
         if max_sequences_per_decode is not None and max_sequences_per_decode < 1:
@@ -167,23 +171,10 @@ class LlamaEncoder:
         if max_sequences_per_decode is not None:
             self._max_group = min(n_seq_max, max_sequences_per_decode)
         threads = n_threads if n_threads and n_threads > 0 else runtime.available_cpus()
-
-        params = llama_cpp.llama_context_default_params()
-        params.n_ctx = n_ctx
-        params.n_batch = n_ctx
-        params.n_ubatch = n_ctx
-        params.n_seq_max = n_seq_max
-        params.n_threads = threads
-        params.n_threads_batch = threads
-        params.embeddings = True
-        params.kv_unified = True
-        params.no_perf = True
-        params.flash_attn_type = llama_cpp.LLAMA_FLASH_ATTN_TYPE_DISABLED
-        runtime.clear_log()
-        ctx = llama_cpp.llama_init_from_model(model, params)
-        if not ctx:
-            raise self.error(f"cannot create a context for {name}: {runtime.last_message()}")
-        self._ctx = ctx
+        self._n_ctx = n_ctx
+        self._n_seq_max = n_seq_max
+        self._lanes = Lanes(self._new_lane(), self._new_lane)
+        ctx = self._lanes.first.ctx
 
         pooling = int(llama_cpp.llama_pooling_type(ctx))
         if pooling not in POOLING_NAMES:
@@ -194,20 +185,37 @@ class LlamaEncoder:
         if width <= 0:
             raise self.error(f"{name} reports output size {width}")
         self._width = width
-        self._memory = llama_cpp.llama_get_memory(ctx)
-        self._n_ctx = n_ctx
         budget = self._decode_token_budget or DEFAULT_DECODE_TOKEN_BUDGET
         self._budget = min(budget, n_ctx)
         self._max_tokens = max_tokens
         self._n_threads = threads
-        self._thread_limit = ThreadLimit(
-            self, threads, lambda n: llama_cpp.llama_set_n_threads(ctx, n, n)
-        )
+        # the model's share of the cores is the number of lanes a call may use
+        self._thread_limit = ThreadLimit(self, threads, lambda n: None)
 
         self._tokenizer = Tokenizer(llama_cpp, model)
         self._vocab = self._tokenizer.vocab
         self._wordpiece = self._tokenizer.wordpiece
-        self._batch = PackedBatch(llama_cpp, n_ctx, n_seq_max)
+
+    def _new_lane(self) -> Lane:
+        """A one-thread context of the model, with its own batch buffers."""
+        llama_cpp = self._llama
+        params = llama_cpp.llama_context_default_params()
+        params.n_ctx = self._n_ctx
+        params.n_batch = self._n_ctx
+        params.n_ubatch = self._n_ctx
+        params.n_seq_max = self._n_seq_max
+        params.n_threads = 1
+        params.n_threads_batch = 1
+        params.embeddings = True
+        params.kv_unified = True
+        params.no_perf = True
+        params.flash_attn_type = llama_cpp.LLAMA_FLASH_ATTN_TYPE_DISABLED
+        runtime.clear_log()
+        ctx = llama_cpp.llama_init_from_model(self._model, params)
+        if not ctx:
+            raise self.error(f"cannot create a context for {self.name}: {runtime.last_message()}")
+        batch = PackedBatch(llama_cpp, self._n_ctx, self._n_seq_max)
+        return Lane(ctx, llama_cpp.llama_get_memory(ctx), batch)
 
     # ---------------------------------------------------------------- properties
 
@@ -227,7 +235,7 @@ class LlamaEncoder:
 
     @property
     def threads(self) -> int:
-        """Threads the last decode used (fewer while another model computes too)."""
+        """Threads (lanes) the last call could use (fewer while another model computes)."""
         return self._thread_limit.current
 
     # ---------------------------------------------------------------- tokens
@@ -245,33 +253,39 @@ class LlamaEncoder:
 
     def _encode(self, token_lists: list[list[int]]) -> FloatMatrix:
         """One pooled row per token list (each at most ``max_tokens`` long)."""
-        if self._ctx is None:
+        lanes = self._lanes
+        if lanes is None or self._model is None:
             raise self.error(f"{self.role} {self.name} is closed")
         out = np.empty((len(token_lists), self._width), dtype=np.float32)
         token_lists = [tokens or [self._tokenizer.fallback_token] for tokens in token_lists]
         groups = pack_decodes([len(t) for t in token_lists], self._budget, self._max_group)
         with CPU.busy(self):
-            for group in groups:
-                self._thread_limit.fit()  # this model's share of the cores
-                self._decode(group, token_lists, out)
+            self._thread_limit.fit()  # this model's share of the cores
+            lanes.run(
+                groups,
+                self._thread_limit.current,
+                lambda lane, group: self._decode(lane, group, token_lists, out),
+            )
         return out
 
-    def _decode(self, group: list[int], token_lists: list[list[int]], out: FloatMatrix) -> None:
+    def _decode(
+        self, lane: Lane, group: list[int], token_lists: list[list[int]], out: FloatMatrix
+    ) -> None:
         llama_cpp = self._llama
-        sizes = self._batch.fill([token_lists[i] for i in group])
+        sizes = lane.batch.fill([token_lists[i] for i in group])
         n = sum(sizes)
 
-        if self._memory is not None:
-            llama_cpp.llama_memory_clear(self._memory, True)
+        if lane.memory is not None:
+            llama_cpp.llama_memory_clear(lane.memory, True)
         runtime.clear_log()
-        status = int(llama_cpp.llama_decode(self._ctx, self._batch.batch))
+        status = int(llama_cpp.llama_decode(lane.ctx, lane.batch.batch))
         if status != 0:
             raise self.error(
                 f"{self.name}: llama_decode failed with status {status}: {runtime.last_message()}"
             )
 
         if self._pooling == POOLING_NONE:
-            ptr = llama_cpp.llama_get_embeddings(self._ctx)
+            ptr = llama_cpp.llama_get_embeddings(lane.ctx)
             if not ptr:
                 raise self.error(f"{self.name}: llama.cpp returned no token embeddings")
             tokens = np.ctypeslib.as_array(ptr, shape=(n, self._width))
@@ -281,7 +295,7 @@ class LlamaEncoder:
                 start += size
             return
         for seq, index in enumerate(group):
-            ptr = llama_cpp.llama_get_embeddings_seq(self._ctx, seq)
+            ptr = llama_cpp.llama_get_embeddings_seq(lane.ctx, seq)
             if not ptr:
                 raise self.error(f"{self.name}: llama.cpp returned no output")
             out[index] = np.ctypeslib.as_array(ptr, shape=(self._width,))
@@ -289,14 +303,14 @@ class LlamaEncoder:
     # ---------------------------------------------------------------- lifetime
 
     def close(self) -> None:
-        """Free the llama.cpp context and model; the encoder is unusable afterwards."""
+        """Free the llama.cpp contexts and model; the encoder is unusable afterwards."""
         llama_cpp = getattr(self, "_llama", None)
         if llama_cpp is None:
             return
-        ctx, self._ctx = self._ctx, None
+        lanes, self._lanes = getattr(self, "_lanes", None), None
         model, self._model = self._model, None
-        if ctx is not None:
-            llama_cpp.llama_free(ctx)
+        if lanes is not None:
+            lanes.close(llama_cpp.llama_free)
         if model is not None:
             llama_cpp.llama_model_free(model)
 
