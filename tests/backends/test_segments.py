@@ -32,3 +32,11 @@ def test_only_the_named_tokens_files_are_kept(tmp_path: Path) -> None:
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
         [f"head.{keep}.log", "head.json", "other"]
     )
+
+
+def test_a_log_grows_from_the_bytes_its_head_counts(tmp_path: Path) -> None:
+    path = tmp_path / "head"
+    (tmp_path / "head.t.log").write_bytes(b"okHALF-WRITTEN")  # a crash after the head said 2
+    head = segments.append_log(path, {"format": "f/1", "log": "head.t.log", "log_bytes": 2}, b"+")
+    assert head["log_bytes"] == 3 and (tmp_path / "head.t.log").read_bytes() == b"ok+"
+    assert segments.read_head(path, "f/1", "thing") == head

@@ -43,6 +43,19 @@ def write_head(path: Path, head: dict[str, Any]) -> None:
     os.replace(tmp, path)
 
 
+def append_log(path: Path, head: dict[str, Any], records: bytes) -> dict[str, Any]:
+    """Append ``records`` to the log the head names, after the bytes it counts (what a
+    crash left half-written is dropped), and write the head that counts them too."""
+    head = dict(head)
+    with open(path.parent / head["log"], "r+b") as handle:
+        handle.truncate(int(head["log_bytes"]))
+        handle.seek(int(head["log_bytes"]))
+        handle.write(records)
+        head["log_bytes"] = handle.tell()
+    write_head(path, head)
+    return head
+
+
 def remove_other_tokens(path: Path, token: str) -> None:
     """Delete the bases and logs of tokens other than ``token`` (``<path>.<token>.*``)."""
     for other in path.parent.glob(f"{path.name}.*.*"):

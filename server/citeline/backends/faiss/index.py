@@ -185,15 +185,9 @@ class FaissVectorIndex:
             return
         if not self._pending:
             return
-        head = dict(head)
-        with open(path.parent / head["log"], "r+b") as handle:
-            handle.truncate(int(head["log_bytes"]))  # drop what a crash left half-written
-            handle.seek(int(head["log_bytes"]))
-            for record in self._pending:
-                handle.write(_encode(record))
-            head["log_bytes"] = handle.tell()
-        segments.write_head(path, head)
-        self._head = head
+        self._head = segments.append_log(
+            path, head, b"".join(_encode(record) for record in self._pending)
+        )
         self._pending = []
 
     def _compaction_due(self) -> bool:

@@ -241,20 +241,12 @@ class PostingsKeywordIndex:
     def save(self, path: Path) -> None:
         """Append what changed to the log, or write a new base when one is due."""
         head = self._head
-        on_disk = _read_head_or_none(path)
-        if head is None or on_disk != head or self._compaction_due():
+        if head is None or _read_head_or_none(path) != head or self._compaction_due():
             self._compact(path)
             return
         if not self._pending:
             return
-        head = dict(head)
-        with open(path.parent / head["log"], "r+b") as handle:
-            handle.truncate(int(head["log_bytes"]))  # drop what a crash left half-written
-            handle.seek(int(head["log_bytes"]))
-            handle.write(b"".join(self._pending))
-            head["log_bytes"] = handle.tell()
-        segments.write_head(path, head)
-        self._head = head
+        self._head = segments.append_log(path, head, b"".join(self._pending))
         self._pending = []
 
     def _compaction_due(self) -> bool:
