@@ -15,10 +15,35 @@ from citeline.backends.postings.index import PostingsKeywordIndex
 from citeline.backends.sqlite import fts5
 from citeline.core.keywords import fold, query_terms, terms
 
-WORDS = (
-    "index search folder chunk reload server café cafe naïve coffee tea pg_hba.conf E-1024 "
-    "vector model answer cite page line heading 索引 保存 文档 文件夹 the of and"
-).split()
+WORDS = [
+    "index",
+    "search",
+    "folder",
+    "chunk",
+    "reload",
+    "server",
+    "café",
+    "cafe",
+    "naïve",
+    "coffee",
+    "tea",
+    "pg_hba.conf",
+    "E-1024",
+    "vector",
+    "model",
+    "answer",
+    "cite",
+    "page",
+    "line",
+    "heading",
+    "索引",
+    "保存",
+    "文档",
+    "文件夹",
+    "the",
+    "of",
+    "and",
+]
 
 
 def text(rng: random.Random) -> str:
