@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from citeline.backends.sqlite import fts5
+from citeline.backends.sqlite import clean_close, fts5
 from citeline.backends.sqlite.fts5 import Fts5KeywordIndex
 from citeline.core.documents import Chunk
 from citeline.core.errors import BackendError, IndexDamaged
@@ -196,7 +196,8 @@ class SqliteStore:
     """SQLite-backed store.  One instance per thread; SQLite serialises writers.
 
     Opening checks the database (``PRAGMA quick_check``: about a millisecond per
-    megabyte); a damaged one raises :class:`StoreDamaged`, as does any later
+    megabyte) unless it is exactly as this store's last clean close left it
+    (``clean_close``); a damaged one raises :class:`StoreDamaged`, as does any later
     statement that meets damage the check could not see.
     """
 
@@ -215,6 +216,8 @@ class SqliteStore:
 
     def _open(self) -> None:
         path = self.path
+        self._opened = False  # a clean close is recorded only for a store opened whole
+        unchanged = clean_close.consume(path)
         if rebuild_marker(path).exists():
             raise StoreDamaged(f"index database {path} was found damaged while in use")
         db = sqlite3.connect(
@@ -230,9 +233,11 @@ class SqliteStore:
         db.execute("PRAGMA journal_mode=WAL")
         db.execute("PRAGMA synchronous=NORMAL")
         db.execute("PRAGMA foreign_keys=ON")
-        problems = [str(r[0]) for r in db.execute("PRAGMA quick_check(3)")]
-        if problems != ["ok"]:
-            raise StoreDamaged(f"index database {path} is damaged ({'; '.join(problems)})")
+        if not unchanged:  # not as a clean close left it: anything may have happened
+            log.debug("checking %s: not as its last clean close left it", path)
+            problems = [str(r[0]) for r in db.execute("PRAGMA quick_check(3)")]
+            if problems != ["ok"]:
+                raise StoreDamaged(f"index database {path} is damaged ({'; '.join(problems)})")
         if self._schema_version() not in (None, SCHEMA_VERSION):
             # The index is a cache of the documents: an old format is rebuilt.
             log.info("index at %s has an older format; rebuilding it", path)
@@ -245,11 +250,18 @@ class SqliteStore:
         self.set_meta("schema", SCHEMA_VERSION)
         db.execute("SELECT count(*) FROM chunks").fetchone()
         self.keywords = Fts5KeywordIndex(db)
+        self._opened = True
 
     def close(self) -> None:
+        """Close the database; after a store that was opened whole and met no damage,
+        leave the stamp that spares the next open its check."""
         db: sqlite3.Connection | None = getattr(self, "_db", None)
-        if db is not None:
-            db.close()
+        if db is None:
+            return
+        db.close()
+        if getattr(self, "_opened", False) and not rebuild_marker(self.path).exists():
+            self._opened = False  # recorded once, whatever closes it again
+            clean_close.record(self.path)
 
     def _schema_version(self) -> str | None:
         exists = self._db.execute(
