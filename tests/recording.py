@@ -50,6 +50,23 @@ class RecordingEvents:
         return self.progress[-1]
 
 
+class StateEvents(RecordingEvents):
+    """Events that also record the watched folder's state (with its file count) at
+    every status change where it differs from the last one recorded."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.watched: Folder | None = None
+        self.states: list[tuple[str, int]] = []
+
+    def status_changed(self, *, immediate: bool = False) -> None:
+        super().status_changed(immediate=immediate)
+        if self.watched is not None:
+            now = (self.watched.state, self.watched.files)
+            if not self.states or self.states[-1][0] != now[0]:
+                self.states.append(now)
+
+
 class JsonCapture:
     """A writer for a pygls protocol that keeps every JSON-RPC message it sends."""
 

@@ -11,6 +11,7 @@ import pymupdf
 import pytest
 
 from citeline.app import ModelPool, Workspace, open_workspace
+from citeline.core import ingest
 from citeline.core.chunking import ChunkSettings
 from citeline.settings import EmbeddingSettings, Settings
 from conftest import CountingEmbedder, copy_samples
@@ -288,6 +289,24 @@ def test_between_runs_after_each_file_read_and_each_model_call(
     assert len(calls) == files_read + model_calls
     steps = sorted(set(calls))
     assert all(b - a <= 2 for a, b in itertools.pairwise(steps))  # 2 texts a call
+
+
+def test_a_whole_folder_plan_says_what_it_found_and_lets_other_work_in(
+    docs: Path, embedder: CountingEmbedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ws = open_ws(docs, embedder)
+    planned: list[int] = []
+    report = ws.update(planned=planned.append)
+    assert planned == [report.files_changed] and report.files_changed > 2
+    monkeypatch.setattr(ingest, "PLAN_PAUSE_FILES", 1)
+    between: list[int] = []
+    with (docs / "notes.txt").open("a") as handle:
+        handle.write("\nOne more line.\n")
+    (docs / "page.html").unlink()
+    ws.update(planned=planned.append, between=lambda: between.append(len(planned)))
+    assert planned[-1] == 2  # one to read, one to remove
+    assert between[:3] == [1, 1, 1]  # a pause after each file compared, before the count
+    ws.close()
 
 
 def test_an_edit_stems_only_its_new_chunks_and_keyword_search_sees_them(

@@ -25,7 +25,7 @@ from citeline.service.folders import Folder, Folders
 from citeline.service.scheduler import IngestScheduler
 from citeline.service.status import FolderStatus
 from citeline.service.workers import Workers
-from recording import RecordingEvents, settled
+from recording import RecordingEvents, StateEvents, settled
 
 
 class FakeWorkspace:
@@ -42,6 +42,7 @@ class FakeWorkspace:
         progress: Callable[[int, int, str], None] | None = None,
         cancelled: Callable[[], bool] | None = None,
         between: Callable[[], None] | None = None,
+        planned: Callable[[int], None] | None = None,
     ) -> IngestReport:
         self.thread = threading.current_thread().name
         self.batches.append(None if paths is None else sorted(paths))
@@ -57,6 +58,33 @@ class FakeWorkspace:
 
     def status(self) -> FolderStatus:
         return FolderStatus(docs=Path("/"), index="fake", dimension=3)
+
+
+class IndexedWorkspace(FakeWorkspace):
+    """An index that already holds the folder; its start-up scan finds ``changed`` files."""
+
+    def __init__(self, changed: int) -> None:
+        super().__init__()
+        self.changed = changed
+
+    def update(
+        self,
+        paths: list[str] | None = None,
+        progress: Callable[[int, int, str], None] | None = None,
+        cancelled: Callable[[], bool] | None = None,
+        between: Callable[[], None] | None = None,
+        planned: Callable[[int], None] | None = None,
+    ) -> IngestReport:
+        if planned is not None:
+            planned(self.changed)
+            time.sleep(0.2)  # the changed files being indexed
+        return super().update(paths, progress, cancelled, between)
+
+    def counts(self) -> IndexCounts:
+        return IndexCounts(3, 12)
+
+    def status(self) -> FolderStatus:
+        return FolderStatus(docs=Path("/"), index="fake", files=3, chunks=12, dimension=3)
 
 
 @dataclass
@@ -83,6 +111,30 @@ async def settle(folder: Folder, timeout: float = 30) -> None:
     while not settled(folder):
         assert time.monotonic() < deadline, "the folder never settled"
         await asyncio.sleep(0.05)
+
+
+@pytest.mark.parametrize("changed", [0, 2])
+async def test_an_indexed_folder_is_ready_at_once_and_indexing_only_for_what_changed(
+    tmp_path: Path, changed: int
+) -> None:
+    workers = Workers()
+    events = StateEvents()
+    fake = IndexedWorkspace(changed)
+    scheduler = IngestScheduler(workers, events, lambda folder: fake)  # type: ignore[arg-type,return-value]
+    try:
+        events.watched = folder = Folders(workers, scheduler, events).add(tmp_path)
+        events.states = [(folder.state, folder.files)]
+        await settle(folder)
+        # Searchable, with the index's counts, before the start-up scan ends; "indexing"
+        # again only when that scan found something to index.
+        expected = [("indexing", 0), ("ready", 3)] + ([("indexing", 3)] if changed else [])
+        assert events.states[: len(expected)] == expected
+        assert [state for state, _ in events.states] == [s for s, _ in expected] + (
+            ["ready"] if changed else []
+        )
+        assert fake.batches == [None] and folder.state == "ready"
+    finally:
+        workers.stop(5)
 
 
 async def test_a_burst_of_500_new_files_is_one_batch(setup: Setup, tmp_path: Path) -> None:

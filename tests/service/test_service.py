@@ -21,7 +21,7 @@ from citeline.service.errors import ServiceError
 from citeline.service.service import Service
 from citeline.settings import EmbeddingSettings, GenerationSettings
 from corpora import GARDEN, KITCHEN, write_files
-from recording import RecordingEvents, settled
+from recording import RecordingEvents, StateEvents, settled
 
 # Small answers keep generation time down on a busy machine.
 ANSWER = {"answer": {"max_answer_tokens": 32, "timeout_seconds": 600}}
@@ -176,6 +176,38 @@ async def test_status_is_answered_from_the_loops_state(service: Service, tmp_pat
     assert garden.dimension == 384 and garden.last_update is not None
     assert status.models.embedding and status.models.embedding.endswith(".gguf")
     assert status.models.generation and status.models.reranking is None
+
+
+async def test_what_changed_while_the_server_was_down_is_indexed_after_a_ready_start(
+    tmp_path: Path, recorded: ModelPool
+) -> None:
+    garden = write_files(tmp_path / "garden", GARDEN)
+    first = Service(recorded, RecordingEvents())
+    first.serve([garden])
+    await ready(first)
+    await first.shutdown(30)
+    first.stop(30)
+    # While no server runs: one file edited, one added.
+    with (garden / "garden.md").open("a") as handle:
+        handle.write("\n## Marigolds\n\nMarigolds planted between the rows keep aphids away.\n")
+    (garden / "roses.md").write_text("# Roses\n\nPrune the roses in March, above a bud.\n")
+    events = StateEvents()
+    service = Service(recorded, events)
+    try:
+        service.serve([garden])
+        (folder,) = service.folders
+        events.watched = folder
+        events.states = [(folder.state, folder.files)]
+        await ready(service)
+        # Searchable on the index as it was, then indexing what changed, then ready.
+        assert events.states == [("indexing", 0), ("ready", 1), ("indexing", 1), ("ready", 2)]
+        hits = await service.search("what keeps aphids away", None, None)
+        assert "Marigolds" in hits[0].hit.chunk.text
+        hits = await service.search("when to prune roses", None, None)
+        assert hits[0].hit.chunk.path == "roses.md"
+    finally:
+        await service.shutdown(30)
+        service.stop(30)
 
 
 async def test_without_folders_requests_say_so() -> None:

@@ -44,8 +44,15 @@ ProgressCallback = Callable[[int, int, str], None]
 """Called with (files done, files to do, path just done)."""
 
 Between = Callable[[], None]
-"""Called between the steps of a run (after each file is read, after each model call),
-so the caller can let other work in: the daemon runs queued searches there."""
+"""Called between the steps of a run (after each file is read, after each model call,
+every few thousand files of a whole-folder plan), so the caller can let other work
+in: the daemon runs queued searches there."""
+
+Planned = Callable[[int], None]
+"""Called once a batch is planned, with the number of files it reads or removes: the
+daemon's catch-up after a start says "indexing" only when something changed."""
+
+PLAN_PAUSE_FILES = 2000  # files compared between two calls of ``between`` while planning
 
 
 @dataclass(frozen=True)
@@ -91,23 +98,29 @@ class IngestReport:
 
 
 def plan_changes(
-    index: DocumentIndex, documents: DocumentFilter, only: Iterable[str] | None = None
+    index: DocumentIndex,
+    documents: DocumentFilter,
+    only: Iterable[str] | None = None,
+    between: Between | None = None,
 ) -> Plan:
     """What differs between the folder and the index.
 
     ``only`` limits the plan to some relative paths (a saved file, a watcher
     batch); paths among them that are no longer documents are planned for removal.
+    A whole-folder plan calls ``between`` every ``PLAN_PAUSE_FILES`` files.
     """
     if only is None:
         known = index.files()
-        entries = dict(documents.entries())
-        gone = [p for p in known if p not in entries]
-        to_check = [
-            (rel, Path(entry.path))
-            for rel, entry in entries.items()
-            if not _same_stat(known.get(rel), entry)
-        ]
-        present_count = len(entries)
+        seen: set[str] = set()
+        to_check = []
+        for rel, entry in documents.entries():
+            seen.add(rel)
+            if not _same_stat(known.get(rel), entry):
+                to_check.append((rel, Path(entry.path)))
+            if between is not None and len(seen) % PLAN_PAUSE_FILES == 0:
+                between()
+        gone = [p for p in known if p not in seen]
+        present_count = len(seen)
     else:
         wanted = set(only)
         known = index.files(wanted)  # a saved file costs its own record, not the folder's
@@ -203,13 +216,16 @@ class Ingestor:
         progress: ProgressCallback | None = None,
         cancelled: Callable[[], bool] | None = None,
         between: Between | None = None,
+        planned: Planned | None = None,
     ) -> IngestReport:
         """Bring ``paths`` (None: the whole folder) up to date: planned once, applied.
 
         A batch of paths that are indexed as they are on disk (a save the watcher
         saw too) is not applied at all: the report only counts what the index holds.
         """
-        plan = plan_changes(self.index, self.documents, paths)
+        plan = plan_changes(self.index, self.documents, paths, between)
+        if planned is not None:
+            planned(len(plan.to_check) + len(plan.to_remove))
         if paths is not None and plan.empty:
             return self.report()
         return self.run(plan, progress=progress, cancelled=cancelled, between=between)

@@ -8,6 +8,11 @@ one batch, planned once.  Only one batch per folder runs at a time; what arrives
 meanwhile is the next batch.  While a batch runs, the folder's counts follow it
 and searches get in between files; after it, the folder's load errors go to the
 front end (diagnostics).
+
+A start on a folder whose index already holds it is "ready" (searchable on the
+index as it is) as soon as the index is open; the whole-folder catch-up that
+follows (what changed while no server ran) turns the folder to "indexing" only
+when it finds something to read or remove, as a save does.
 """
 
 from __future__ import annotations
@@ -198,13 +203,39 @@ class IngestScheduler:
             )
             loop.call_soon_threadsafe(on_progress_loop, done, total, rel, files, chunks)
 
+        def on_searchable(opened: FolderStatus) -> None:  # loop
+            if folder.closed:
+                return
+            folder.state = "ready"
+            folder.opened = opened
+            folder.files, folder.chunks = opened.files, opened.chunks
+            folder.errors, folder.notes = list(opened.errors), list(opened.notes)
+            self.events.status_changed(immediate=True)
+
+        def on_planned(changed: int) -> None:  # loop
+            if folder.closed or not changed:
+                return
+            queue.in_flight = changed
+            folder.state = "indexing"
+            self.events.status_changed(immediate=True)
+
+        def planned(changed: int) -> None:  # index worker
+            loop.call_soon_threadsafe(on_planned, changed)
+
         def work() -> tuple[IngestReport, FolderStatus]:  # index worker
+            before = folder.workspace
             ws = self.open_workspace(folder)
+            # A start (or a reopen) on an index that holds the folder: searchable now,
+            # while the whole-folder catch-up looks for what changed meanwhile.
+            catch_up = paths is None and ws is not before and not refresh_only
+            if catch_up and (opened := ws.status()).files:
+                loop.call_soon_threadsafe(on_searchable, opened)
             report = ws.update(
                 paths,
                 progress=on_progress,
                 cancelled=lambda: cancel.is_set() or folder.closed,
                 between=worker.run_urgent,  # searches wait for one model call at most
+                planned=planned if catch_up else None,
             )
             return report, ws.status()
 

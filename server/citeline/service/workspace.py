@@ -24,7 +24,14 @@ from citeline.core.documents import Hit, LoadError
 from citeline.core.embedding import Embedder
 from citeline.core.generation import Generator
 from citeline.core.index import DocumentIndex, IndexCounts
-from citeline.core.ingest import Between, Ingestor, IngestReport, ProgressCallback, content_hash
+from citeline.core.ingest import (
+    Between,
+    Ingestor,
+    IngestReport,
+    Planned,
+    ProgressCallback,
+    content_hash,
+)
 from citeline.core.records import record_ask
 from citeline.core.reranking import Reranker
 from citeline.core.retrieval import Retriever
@@ -100,9 +107,11 @@ class Workspace:
         progress: ProgressCallback | None = None,
         cancelled: Callable[[], bool] | None = None,
         between: Between | None = None,
+        planned: Planned | None = None,
     ) -> IngestReport:
         """Bring ``paths`` (None: the whole folder) up to date with the disk; ``between``
-        is called between steps (files read, model calls).  A reader of a team
+        is called between steps (files read, model calls), ``planned`` with the number
+        of files to index or remove once that is known.  A reader of a team
         collection only picks up what its writer committed."""
         if self.read_only:
             started = time.perf_counter()
@@ -110,7 +119,9 @@ class Workspace:
             report = self.ingestor.report()
             report.seconds = time.perf_counter() - started
             return report
-        return self.ingestor.update(paths, progress=progress, cancelled=cancelled, between=between)
+        return self.ingestor.update(
+            paths, progress=progress, cancelled=cancelled, between=between, planned=planned
+        )
 
     def local_copies(self, paths: Iterable[str]) -> dict[str, LocalCopy]:
         """For each path (relative to the folder): is the file here the one the index
