@@ -286,7 +286,7 @@ def test_between_runs_after_each_file_read_and_each_model_call(
     assert report.embedded > 4
     files_read = report.files_changed
     model_calls = -(-report.embedded // 2)  # one batch here: ceil(embedded / 2) calls
-    assert len(calls) == files_read + model_calls
+    assert len(calls) == 2 + files_read + model_calls  # 2: around the plan's file records
     steps = sorted(set(calls))
     assert all(b - a <= 2 for a, b in itertools.pairwise(steps))  # 2 texts a call
 

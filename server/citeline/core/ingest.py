@@ -52,7 +52,7 @@ Planned = Callable[[int], None]
 """Called once a batch is planned, with the number of files it reads or removes: the
 daemon's catch-up after a start says "indexing" only when something changed."""
 
-PLAN_PAUSE_FILES = 2000  # files compared between two calls of ``between`` while planning
+PLAN_PAUSE_FILES = 500  # files compared between two calls of ``between`` while planning
 
 
 @dataclass(frozen=True)
@@ -107,10 +107,15 @@ def plan_changes(
 
     ``only`` limits the plan to some relative paths (a saved file, a watcher
     batch); paths among them that are no longer documents are planned for removal.
-    A whole-folder plan calls ``between`` every ``PLAN_PAUSE_FILES`` files.
+    A whole-folder plan calls ``between`` before and after reading the index's file
+    records (one statement: 0.1 s at 25,000 files) and every ``PLAN_PAUSE_FILES`` files.
     """
     if only is None:
+        if between is not None:
+            between()
         known = index.files()
+        if between is not None:
+            between()
         seen: set[str] = set()
         to_check = []
         for rel, entry in documents.entries():
