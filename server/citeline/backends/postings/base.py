@@ -181,7 +181,8 @@ def read(folder: Path, prefix: str) -> Base:
         path = folder / f"{prefix}.{name}.npy"
         if not path.is_file():
             raise FileNotFoundError(f"keyword index file {path} is missing")
-        arrays[name] = np.load(path, mmap_mode="r")
+        # a plain array over the mapping: numpy's memmap class slows every slice
+        arrays[name] = np.load(path, mmap_mode="r").view(np.ndarray)
     base = Base(**arrays)
     if not (
         len(base.lengths) == len(base.ids)

@@ -40,6 +40,7 @@ log = logging.getLogger(__name__)
 
 LOG_MIN = 4096
 LOG_SHARE = 0.10
+_FEW = 64  # ids removed one by one below this many
 _BUILD_BATCH = 1 << 20  # postings gathered as Python lists before they become arrays
 
 _FORMAT = "citeline-postings/1"
@@ -140,7 +141,7 @@ class PostingsKeywordIndex:
         self._log_entries += 1
 
     def _add(self, chunk_id: int, row: Row) -> None:
-        self._remove(np.asarray([chunk_id], dtype=np.int64))  # an id is held once
+        self._remove_one(chunk_id)  # an id is held once
         self._added[chunk_id] = row
         self._delta = None
         self._rows += 1
@@ -155,20 +156,37 @@ class PostingsKeywordIndex:
         self._log_entries += len(wanted)
 
     def _remove(self, ids: npt.NDArray[np.int64]) -> None:
+        if len(ids) <= _FEW:  # a file's chunks, a replayed record: no arrays to build
+            for chunk_id in ids.tolist():
+                self._remove_one(chunk_id)
+            return
         for chunk_id in ids.tolist():
-            row = self._added.pop(chunk_id, None)
-            if row is not None:
-                self._delta = None
-                self._rows -= 1
-                self._length -= row.length
+            self._forget_added(chunk_id)
         positions = self._base.positions(ids)
         positions = positions[positions >= 0]
-        fresh = np.unique(positions[~self._dead[positions]])
-        if len(fresh):
-            self._dead[fresh] = True
-            self._dead_count += len(fresh)
-            self._rows -= len(fresh)
-            self._length -= int(np.sum(self._base.lengths[fresh], dtype=np.int64))
+        self._kill(np.unique(positions[~self._dead[positions]]).tolist())
+
+    def _remove_one(self, chunk_id: int) -> None:
+        self._forget_added(chunk_id)
+        ids = self._base.ids
+        at = int(np.searchsorted(ids, chunk_id))
+        if at < len(ids) and int(ids[at]) == chunk_id and not self._dead[at]:
+            self._kill([at])
+
+    def _forget_added(self, chunk_id: int) -> None:
+        row = self._added.pop(chunk_id, None)
+        if row is not None:
+            self._delta = None
+            self._rows -= 1
+            self._length -= row.length
+
+    def _kill(self, positions: list[int]) -> None:
+        """Tombstone base rows that are alive."""
+        if positions:
+            self._dead[positions] = True
+            self._dead_count += len(positions)
+            self._rows -= len(positions)
+            self._length -= int(np.sum(self._base.lengths[positions], dtype=np.int64))
 
     # -- KeywordIndex: reading --------------------------------------------------------
 
