@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from typing import Literal
 
@@ -53,6 +54,17 @@ class RetrievalSettings:
     dense_for_cjk: bool  # the embedder understands Chinese/Japanese/Korean
     mode: str = "hybrid"  # "hybrid", "dense" or "keyword"
     candidates: int = 50  # taken from each method before fusion
+
+
+_BESIDE: ThreadPoolExecutor | None = None
+
+
+def _beside() -> ThreadPoolExecutor:
+    """The one thread keyword searches run on beside a query's embedding."""
+    global _BESIDE
+    if _BESIDE is None:
+        _BESIDE = ThreadPoolExecutor(1, thread_name_prefix="citeline-keyword")
+    return _BESIDE
 
 
 def rrf(
@@ -132,13 +144,22 @@ class Retriever:
         ranked: list[list[int]] = []
         weights: list[float] = []
         vector = None
+        # The keyword search runs beside the query's embedding (a model call that
+        # releases the GIL): a hybrid search costs the longer of the two, not the sum.
+        beside: Future[list[tuple[int, float]]] | None = None
+        if mode == "hybrid":
+            beside = _beside().submit(self.keyword, query, pool)
         if mode in ("hybrid", "dense"):
-            vector, dense_list = self.dense(query, pool)
+            try:
+                vector, dense_list = self.dense(query, pool)
+            finally:
+                if beside is not None:
+                    beside.exception()  # waits: nothing runs past this search
             dense_scores = dict(dense_list)
             ranked.append([cid for cid, _ in dense_list])
             weights.append(settings.dense_weight)
         if mode in ("hybrid", "keyword"):
-            keyword_list = self.keyword(query, pool)
+            keyword_list = beside.result() if beside is not None else self.keyword(query, pool)
             keyword_scores = dict(keyword_list)
             ranked.append([cid for cid, _ in keyword_list])
             weights.append(settings.keyword_weight)
