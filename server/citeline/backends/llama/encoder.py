@@ -66,6 +66,9 @@ class LlamaEncoder:
 
     role = "model"
     error: type[LlamaModelError] = LlamaModelError
+    #: llama.cpp's fused ("flash") attention, which keeps K and V in F16: faster, a
+    #: little less exact (a subclass that needs exact scores leaves it off).
+    fused_attention = False
 
     def __init__(
         self,
@@ -209,7 +212,11 @@ class LlamaEncoder:
         params.embeddings = True
         params.kv_unified = True
         params.no_perf = True
-        params.flash_attn_type = llama_cpp.LLAMA_FLASH_ATTN_TYPE_DISABLED
+        params.flash_attn_type = (
+            llama_cpp.LLAMA_FLASH_ATTN_TYPE_ENABLED
+            if self.fused_attention
+            else llama_cpp.LLAMA_FLASH_ATTN_TYPE_DISABLED
+        )
         runtime.clear_log()
         ctx = llama_cpp.llama_init_from_model(self._model, params)
         if not ctx:
