@@ -93,6 +93,25 @@ def test_the_keyword_index_follows_the_store_and_is_rebuilt_when_stale_or_damage
     index.close()
 
 
+def test_keyword_files_damaged_inside_are_rebuilt_on_the_search_that_meets_them(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    index = EmbeddedIndex(tmp_path, IDENTITY, FaissVectorIndex)
+    with index.writing():
+        added = [add_file(index, f"{i}.md", "k", unit([0, 0, 1]))[0] for i in range(5000)]
+    index.close()
+    (rows,) = tmp_path.glob("keywords.postings.*.rows.npy")
+    data = bytearray(rows.read_bytes())
+    data[-4000:] = b"\xff" * 4000  # positions far past the last row, same size
+    rows.write_bytes(bytes(data))
+    index = EmbeddedIndex(tmp_path, IDENTITY, FaissVectorIndex)
+    with caplog.at_level(logging.WARNING, logger="citeline"):
+        found = index.keyword_search(["x"], 3)
+    assert [i for i, _ in found] == sorted(added)[:3]
+    assert any("keyword index is damaged" in r.getMessage() for r in caplog.records)
+    index.close()
+
+
 def test_another_model_clears_vectors_and_other_chunking_keeps_them(tmp_path: Path) -> None:
     index = EmbeddedIndex(tmp_path, IDENTITY, FaissVectorIndex)
     with index.writing():

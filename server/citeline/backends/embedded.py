@@ -145,6 +145,10 @@ class EmbeddedIndex:
                 return PostingsKeywordIndex.load(path)
             except (OSError, ValueError) as exc:
                 log.debug("keyword index at %s not usable (%s); rebuilding", path, exc)
+        return self._rebuild_keywords()
+
+    def _rebuild_keywords(self) -> PostingsKeywordIndex:
+        path = self.keywords_path
         started = time.perf_counter()
         keywords = PostingsKeywordIndex.build(self.store.keywords.all_terms())
         log.info(
@@ -212,7 +216,12 @@ class EmbeddedIndex:
         return self.vectors.similarity(query, ids)
 
     def keyword_search(self, terms: Sequence[str], k: int) -> list[tuple[int, float]]:
-        return self.keywords.search(terms, k)
+        try:
+            return self.keywords.search(terms, k)
+        except (IndexError, ValueError) as exc:  # files that read back, with damage inside
+            log.warning("the keyword index is damaged (%s); rebuilding it from the store", exc)
+            self.keywords = self._rebuild_keywords()
+            return self.keywords.search(terms, k)
 
     def document_frequencies(self, terms: Sequence[str]) -> tuple[int, dict[str, int]]:
         return self.keywords.document_frequencies(terms)
