@@ -44,6 +44,7 @@ class Lanes(Generic[T]):
         self._lanes = [first]
         self._make = make
         self._pool: ThreadPoolExecutor | None = None
+        self._workers = 0  # the pool's threads: one per lane but the first
 
     @property
     def first(self) -> Lane:
@@ -62,10 +63,11 @@ class Lanes(Generic[T]):
             return 1
         while len(self._lanes) < count:
             self._lanes.append(self._make())
-        if self._pool is None or len(self._lanes) - 1 > self._pool._max_workers:
+        if self._pool is None or self._workers < len(self._lanes) - 1:
             if self._pool is not None:
                 self._pool.shutdown()
-            self._pool = ThreadPoolExecutor(len(self._lanes) - 1, "citeline-lane")
+            self._workers = len(self._lanes) - 1
+            self._pool = ThreadPoolExecutor(self._workers, "citeline-lane")
         queue = iter(items)
         lock = threading.Lock()
         failed = threading.Event()

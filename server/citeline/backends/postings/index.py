@@ -250,7 +250,7 @@ class PostingsKeywordIndex:
                 lengths=np.asarray([r.length for r in rows], dtype=np.float64),
                 hashes=np.concatenate([r.hashes for r in rows]) if rows else _NO_HASHES,
                 rows=np.repeat(np.arange(len(rows), dtype=np.int64), sizes),
-                tfs=np.concatenate([r.tfs for r in rows]) if rows else bases._NO_TFS,
+                tfs=np.concatenate([r.tfs for r in rows]) if rows else _NO_TFS,
             )
         return self._delta
 
@@ -345,6 +345,7 @@ class PostingsKeywordIndex:
 
 _NONE: npt.NDArray[np.intp] = np.zeros(0, dtype=np.intp)
 _NO_HASHES: npt.NDArray[np.uint64] = np.zeros(0, dtype=np.uint64)
+_NO_TFS: npt.NDArray[np.uint16] = np.zeros(0, dtype=np.uint16)
 
 
 def _weights(
