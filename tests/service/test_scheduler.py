@@ -13,6 +13,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -67,18 +68,12 @@ class IndexedWorkspace(FakeWorkspace):
         super().__init__()
         self.changed = changed
 
-    def update(
-        self,
-        paths: list[str] | None = None,
-        progress: Callable[[int, int, str], None] | None = None,
-        cancelled: Callable[[], bool] | None = None,
-        between: Callable[[], None] | None = None,
-        planned: Callable[[int], None] | None = None,
-    ) -> IngestReport:
+    def update(self, paths: list[str] | None = None, **options: Any) -> IngestReport:
+        planned = options.get("planned")
         if planned is not None:
             planned(self.changed)
             time.sleep(0.2)  # the changed files being indexed
-        return super().update(paths, progress, cancelled, between)
+        return super().update(paths, **options)
 
     def counts(self) -> IndexCounts:
         return IndexCounts(3, 12)

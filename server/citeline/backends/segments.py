@@ -1,6 +1,7 @@
 """What the indexes saved as a *base and a log* share (the FAISS vector index and the
 postings keyword index): a small JSON *head* replaced atomically, which names the
-base and the log of one *token*, and the removal of older tokens' files.
+base and the log of one *token*, the log's appends, the removal of older tokens'
+files, and :class:`Segmented`, the rule for what a save writes.
 
 ``path`` itself is the head; ``<path>.<token>.*`` are its base and log.  A new base
 gets a new token, and the files of older tokens are deleted once the head no longer
@@ -63,3 +64,35 @@ def remove_other_tokens(path: Path, token: str) -> None:
         if len(parts[0]) == TOKEN_LENGTH and parts[0] != token and parts[-1] in _SUFFIXES:
             with contextlib.suppress(OSError):
                 other.unlink()
+
+
+class Segmented:
+    """What a save writes: a new base (``_compact``) when there is no head yet, when
+    another process replaced the head on disk, or when the log has grown enough
+    (``_compaction_due``); otherwise the changes not yet saved, appended to the log."""
+
+    _head: dict[str, Any] | None
+    _pending: list[Any]  # changes not yet in the saved log
+
+    def save(self, path: Path) -> None:
+        head = self._head
+        if head is None or self._head_on_disk(path) != head or self._compaction_due():
+            self._compact(path)
+            return
+        if not self._pending:
+            return
+        self._head = append_log(path, head, self._records())
+        self._pending = []
+
+    def _head_on_disk(self, path: Path) -> dict[str, Any] | None:
+        raise NotImplementedError
+
+    def _compaction_due(self) -> bool:
+        raise NotImplementedError
+
+    def _compact(self, path: Path) -> None:
+        raise NotImplementedError
+
+    def _records(self) -> bytes:
+        """The pending changes as log records."""
+        raise NotImplementedError

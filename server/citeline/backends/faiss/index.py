@@ -58,7 +58,7 @@ def _exact_delta(dimension: int) -> Any:
     return _faiss.IndexIDMap2(_faiss.IndexFlatIP(dimension))
 
 
-class FaissVectorIndex:
+class FaissVectorIndex(segments.Segmented):
     """A memory-mapped base of any kind, plus what changed since: an exact delta and
     tombstones.  ``choice``: ``auto`` (by size) or a kind to force."""
 
@@ -177,18 +177,14 @@ class FaissVectorIndex:
 
     # -- saving -----------------------------------------------------------------------
 
-    def save(self, path: Path) -> None:
-        """Append what changed to the log, or write a new base when one is due."""
-        head = self._head
-        if head is None or _read_head_or_none(path) != head or self._compaction_due():
-            self._compact(path)
-            return
-        if not self._pending:
-            return
-        self._head = segments.append_log(
-            path, head, b"".join(_encode(record) for record in self._pending)
-        )
-        self._pending = []
+    def _head_on_disk(self, path: Path) -> dict[str, Any] | None:
+        try:
+            return _read_head(path)
+        except (OSError, ValueError):
+            return None
+
+    def _records(self) -> bytes:
+        return b"".join(_encode(record) for record in self._pending)
 
     def _compaction_due(self) -> bool:
         if kinds.wanted_kind(self.choice, len(self), self._base.kind) != self._base.kind:
@@ -312,13 +308,6 @@ def _read_head(path: Path) -> dict[str, Any]:
     if head.get("kind") not in kinds.KINDS:
         raise ValueError(f"vector index {path} has an unknown kind {head.get('kind')!r}")
     return head
-
-
-def _read_head_or_none(path: Path) -> dict[str, Any] | None:
-    try:
-        return _read_head(path)
-    except (OSError, ValueError):
-        return None
 
 
 def _read_base(folder: Path, head: dict[str, Any], dimension: int) -> kinds.Base:

@@ -59,7 +59,7 @@ class _Delta:
     tfs: npt.NDArray[np.uint16]
 
 
-class PostingsKeywordIndex:
+class PostingsKeywordIndex(segments.Segmented):
     """BM25 over a memory-mapped base, plus what changed since: delta rows and
     tombstones.  Use from one thread at a time."""
 
@@ -256,16 +256,14 @@ class PostingsKeywordIndex:
 
     # -- saving -----------------------------------------------------------------------
 
-    def save(self, path: Path) -> None:
-        """Append what changed to the log, or write a new base when one is due."""
-        head = self._head
-        if head is None or _read_head_or_none(path) != head or self._compaction_due():
-            self._compact(path)
-            return
-        if not self._pending:
-            return
-        self._head = segments.append_log(path, head, b"".join(self._pending))
-        self._pending = []
+    def _head_on_disk(self, path: Path) -> dict[str, Any] | None:
+        try:
+            return segments.read_head(path, _FORMAT, "keyword index")
+        except (OSError, ValueError):
+            return None
+
+    def _records(self) -> bytes:
+        return b"".join(self._pending)
 
     def _compaction_due(self) -> bool:
         return self._log_entries > max(LOG_MIN, LOG_SHARE * len(self._base))
@@ -367,10 +365,3 @@ def _best(
         kth = np.partition(scores[matched], len(matched) - k)[len(matched) - k]
         matched = matched[scores[matched] >= kth]
     return [(int(i), float(s)) for i, s in zip(ids[matched], scores[matched], strict=True)]
-
-
-def _read_head_or_none(path: Path) -> dict[str, Any] | None:
-    try:
-        return segments.read_head(path, _FORMAT, "keyword index")
-    except (OSError, ValueError):
-        return None
