@@ -13,7 +13,7 @@ import dataclasses
 import logging
 import tomllib
 import urllib.parse
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar, get_type_hints
@@ -130,19 +130,20 @@ def store_password(url: str) -> bool:
 
 def redacted_store(url: str) -> str:
     """A store URL without its password or any parameter but where the server is."""
+    return _store_url(url, lambda key: key in ("host", "port", "service", "dbname"), "postgresql")
+
+
+def _store_url(url: str, keep: Callable[[str], bool], scheme: str | None = None) -> str:
+    """``url`` rebuilt without its password, with the query parameters ``keep`` keeps."""
     parts = urllib.parse.urlsplit(url)
     netloc = parts.hostname or ""
     if parts.port:
         netloc += f":{parts.port}"
     if parts.username:
         netloc = f"{parts.username}@{netloc}"
-    query = [
-        (k, v)
-        for k, v in urllib.parse.parse_qsl(parts.query)
-        if k in ("host", "port", "service", "dbname")
-    ]
+    query = [(k, v) for k, v in urllib.parse.parse_qsl(parts.query) if keep(k)]
     return urllib.parse.urlunsplit(
-        ("postgresql", netloc, parts.path, urllib.parse.urlencode(query, safe="/"), "")
+        (scheme or parts.scheme, netloc, parts.path, urllib.parse.urlencode(query, safe="/"), "")
     )
 
 
@@ -265,21 +266,8 @@ def read_settings_file(docs_root: Path, warnings: list[str]) -> Mapping[str, Any
             f"{path}: index.store holds a password; it is ignored (use PGPASSWORD,"
             " ~/.pgpass or a pg_service.conf service)"
         )
-        index["store"] = _without_password(store)
+        index["store"] = _store_url(store, lambda key: key != "password")
     return values
-
-
-def _without_password(url: str) -> str:
-    parts = urllib.parse.urlsplit(url)
-    netloc = parts.hostname or ""
-    if parts.port:
-        netloc += f":{parts.port}"
-    if parts.username:
-        netloc = f"{parts.username}@{netloc}"
-    query = [(k, v) for k, v in urllib.parse.parse_qsl(parts.query) if k != "password"]
-    return urllib.parse.urlunsplit(
-        (parts.scheme, netloc, parts.path, urllib.parse.urlencode(query, safe="/"), "")
-    )
 
 
 def load_settings(docs_root: Path, *overrides: Mapping[str, Any]) -> tuple[Settings, list[str]]:
