@@ -28,12 +28,14 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import hashlib
+import io
 import os
 import pickle
 import re
 import statistics
 import sys
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -319,8 +321,17 @@ def report(rows: list[Row], models: fitted.Models, name: str) -> None:
         )
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+class _RowUnpickler(pickle.Unpickler):
+    """Rows pickled while this file ran as ``__main__`` load when it is imported too."""
+
+    def find_class(self, module: str, name: str) -> Any:
+        if module == "__main__" and name == "Row":
+            return Row
+        return super().find_class(module, name)
+
+
+def add_row_arguments(parser: argparse.ArgumentParser) -> None:
+    """The arguments that say which questions' rows to collect (``rows_for``)."""
     parser.add_argument("kind", choices=["squad", "questions"])
     parser.add_argument("path")
     parser.add_argument("--docs")
@@ -328,6 +339,24 @@ def main() -> None:
     parser.add_argument("--work", default=os.path.expanduser("~/.cache/citeline/eval"))
     parser.add_argument("--cache", default=os.path.expanduser("~/.cache/citeline/tune-answers"))
     parser.add_argument("--refresh", action="store_true", help="recompute the features")
+
+
+def rows_for(args: argparse.Namespace) -> list[Row]:
+    """The rows of ``args``' questions, from the cache when it has them."""
+    key = hashlib.sha256(f"{args.kind}:{Path(args.path).resolve()}:{args.limit}".encode())
+    cache = Path(args.cache) / f"rows-{key.hexdigest()[:16]}.pickle"
+    if cache.exists() and not args.refresh:
+        rows: list[Row] = _RowUnpickler(io.BytesIO(cache.read_bytes())).load()
+        return rows
+    rows = collect(args)
+    cache.parent.mkdir(parents=True, exist_ok=True)
+    cache.write_bytes(pickle.dumps(rows))
+    return rows
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    add_row_arguments(parser)
     parser.add_argument(
         "--false-refusals",
         type=float,
@@ -341,14 +370,7 @@ def main() -> None:
     )
     args = parser.parse_args()
 
-    key = hashlib.sha256(f"{args.kind}:{Path(args.path).resolve()}:{args.limit}".encode())
-    cache = Path(args.cache) / f"rows-{key.hexdigest()[:16]}.pickle"
-    if cache.exists() and not args.refresh:
-        rows = pickle.loads(cache.read_bytes())
-    else:
-        rows = collect(args)
-        cache.parent.mkdir(parents=True, exist_ok=True)
-        cache.write_bytes(pickle.dumps(rows))
+    rows = rows_for(args)
     answer = AnswerSettings(
         min_score=args.min_score,
         min_keyword_score=args.min_keyword,

@@ -6,8 +6,15 @@ from __future__ import annotations
 from pathlib import Path
 
 from citeline.app import ModelPool, open_workspace
+from citeline.core.answering.results import Answer, Citation
 from citeline.evaluation import runner
-from citeline.evaluation.answers import MODES, contains_reference, normalise, run_answers
+from citeline.evaluation.answers import (
+    MODES,
+    _Tally,
+    contains_reference,
+    normalise,
+    run_answers,
+)
 from citeline.evaluation.datasets import EvalQuery, EvalSet
 from citeline.settings import EmbeddingSettings, GenerationSettings, load_settings
 from conftest import CountingEmbedder
@@ -62,3 +69,17 @@ def test_each_mode_reports_its_figures(tmp_path: Path, embedder: CountingEmbedde
         assert report["questions"] == 2 and report["unanswerable"] == 1
         assert report["refusal_recall"] in (0.0, 1.0)
         assert set(report["seconds"]) >= {"p50", "p95"}  # type: ignore[arg-type]
+
+
+def test_a_false_refusal_counts_against_citations_but_not_among_answered() -> None:
+    question = EVALSET.queries[0]
+    kitchen = Citation(1, 1, f"kitchen{EVALSET.suffix}", "Kitchen", "", None, 1, 1, 0.9, True)
+    tally = _Tally()
+    for text, refused, citations in (("Descaled [1].", False, [kitchen]), ("No.", True, [])):
+        tally.add(
+            question, Answer(question.text, "en", text, refused, False, citations, [], []), EVALSET
+        )
+    figures = tally.report()
+    assert figures["answerable_refused"] == 0.5
+    assert figures["citation_accuracy"] == 0.5
+    assert figures["citation_accuracy_answered"] == 1.0

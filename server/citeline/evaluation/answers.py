@@ -10,7 +10,10 @@ mode (the workspace's settings with ``answer.mode`` set), and each mode reports:
   evidence they cite, judged by the same sentence check generated answers go
   through (``answering.verification``, token-overlap support; label: "K-precision
   ≥ 0.7 against the cited block's units or adjacent pairs");
-- ``citation_accuracy``: answerable questions whose answer cites an expected source;
+- ``citation_accuracy``: answerable questions whose answer cites an expected source
+  (a refusal cites nothing, so a false refusal counts against it), and
+  ``citation_accuracy_answered``: the same share among the answerable questions
+  that were answered;
 - refusals: ``answerable_refused`` (false refusals), and for questions listed
   with no sources (the documents do not answer them) refusal ``precision`` and
   ``recall``;
@@ -114,6 +117,9 @@ class _Tally:
             "answer_contains_reference": share(self.contains, self.with_reference),
             "supported_sentences": share(self.supported, self.sentences),
             "citation_accuracy": share(self.cited_right, self.answerable),
+            "citation_accuracy_answered": share(
+                self.cited_right, self.answerable - self.refused_answerable
+            ),
             "answerable_refused": share(self.refused_answerable, self.answerable),
             "unanswerable": self.unanswerable,
             "refusal_precision": share(self.refused_unanswerable, refused)
