@@ -36,6 +36,7 @@ import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -119,20 +120,14 @@ def likelihood(args: argparse.Namespace) -> None:
     print(f"{len(questions)} questions -> {args.out}; {rate:.0f} unit tokens/s")
 
 
-def unit_order(questions: Sequence[dict[str, object]], field: str) -> tuple[float, float, int]:
-    """Share of questions with the answer among their units whose answer is the
-    probe's first unit, and among its first three."""
-    first = three = n = 0
-    for q in questions:
-        units = q["units"]
-        assert isinstance(units, list)
-        if not any(u["answer"] for u in units):
-            continue
-        n += 1
-        order = sorted(units, key=lambda u: -float(u[field]))
-        first += bool(order[0]["answer"])
-        three += any(u["answer"] for u in order[:3])
-    return first / max(n, 1), three / max(n, 1), n
+def answer_found(orders: Sequence[list[dict[str, Any]]]) -> tuple[float, float, int]:
+    """Of the questions with the answer among their units, each given in some order:
+    the share whose first unit holds it, the share whose first three do, and how many."""
+    with_answer = [units for units in orders if any(u["answer"] for u in units)]
+    n = max(len(with_answer), 1)
+    first = sum(bool(units[0]["answer"]) for units in with_answer)
+    three = sum(any(u["answer"] for u in units[:3]) for units in with_answer)
+    return first / n, three / n, len(with_answer)
 
 
 def cross_validate(
@@ -198,15 +193,12 @@ def cv(args: argparse.Namespace) -> None:
             f"+ best {field}",
             cross_validate(np.hstack([x, best[:, None]]), kinds, groups, has_units),
         )
-        first, three, n = unit_order(questions, field)
-        product = [
-            {**q, "units": [{**u, "order": -i} for i, u in enumerate(q["units"])]}
-            for q in questions
-        ]
-        first0, three0, _ = unit_order(product, "order")
+        by_probe = [sorted(q["units"], key=lambda u: -float(u[field])) for q in questions]
+        first, three, n = answer_found(by_probe)
+        product = answer_found([q["units"] for q in questions])  # as exported: the product's
         print(
             f"    units ({n} questions with the answer among them): {field} first {first:.3f},"
-            f" top 3 {three:.3f}; the product's order {first0:.3f} / {three0:.3f}"
+            f" top 3 {three:.3f}; the product's order {product[0]:.3f} / {product[1]:.3f}"
         )
 
 
