@@ -27,7 +27,7 @@ from pygls.protocol import JsonRPCNotification, JsonRPCRequestMessage, JsonRPCRe
 
 from citeline import __version__, cache
 from citeline.app import ModelPool
-from citeline.lsp import ask, commands, reindex, search, session, status, transport
+from citeline.lsp import ask, commands, history, reindex, search, session, status, transport
 from citeline.lsp import tcp as tcp_server
 from citeline.lsp.diagnostics import DiagnosticsPublisher
 from citeline.lsp.logs import ClientLogHandler, configure_logging
@@ -160,6 +160,7 @@ def build_server(docs: Iterable[Path] = (), backends: Backends | None = None) ->
     search.register(ls)
     reindex.register(ls)
     commands.register(ls)
+    history.register(ls)
     return ls
 
 

@@ -14,7 +14,7 @@ import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from citeline.core.answering.results import Answer
 from citeline.core.documents import Hit, display_text
@@ -24,6 +24,7 @@ from citeline.core.ingest import IngestReport
 from citeline.service.errors import EXPECTED_ERRORS, ServiceError
 from citeline.service.events import Events
 from citeline.service.folders import Folder, Folders, ensure_open
+from citeline.service.history import FolderHistory, HistoryPage, RecordedAnswer, page
 from citeline.service.routing import FolderHit, best_folder, merge_hits
 from citeline.service.scheduler import IngestScheduler, close_workspace
 from citeline.service.status import FolderStatus, ModelNames
@@ -31,6 +32,8 @@ from citeline.service.workers import OnIndex, Workers
 from citeline.service.workspace import Backends, Workspace, answer
 
 log = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 NO_FOLDERS = "no documents folder: open a folder, set citeline.folders or start with --docs"
 
@@ -227,6 +230,39 @@ class Service:
 
         return await asyncio.get_running_loop().run_in_executor(None, read)
 
+    # -- history ----------------------------------------------------------------------
+
+    def _histories(self, path: Path | None) -> list[FolderHistory]:
+        return [FolderHistory.of(f.root, f.settings) for f in self._targets(path)]
+
+    async def history(
+        self, path: Path | None, query: str | None, limit: int, offset: int
+    ) -> HistoryPage:
+        """Past asks of the folder at ``path`` (None: every folder), newest first, those
+        whose question or answer holds ``query``; the page from ``offset``."""
+        histories = self._histories(path)
+        return await _off_loop(lambda: page(histories, query, limit, offset))
+
+    async def history_entry(self, record_id: str) -> RecordedAnswer:
+        """The past answer with ``record_id`` (from any folder), its sources compared
+        with the files now."""
+        histories = self._histories(None)
+
+        def find() -> RecordedAnswer:  # a thread of the default executor
+            for history in histories:
+                found = history.entry(record_id)
+                if found is not None:
+                    return found
+            raise ServiceError(f"no past answer {record_id!r} in the served folders' history")
+
+        return await _off_loop(find)
+
+    async def delete_history(self, record_id: str | None, path: Path | None) -> int:
+        """Delete one past ask (by id), or every ask of the folder at ``path`` (None:
+        of every folder); how many were deleted."""
+        histories = self._histories(path)
+        return await _off_loop(lambda: sum(h.delete(record_id) for h in histories))
+
     def status(self) -> Status:
         """Every folder's status, from what the event loop keeps (answers at once)."""
         folders = [
@@ -258,6 +294,11 @@ class Service:
         """Stop at once (the connection is gone): watchers, indexing, the workers."""
         self.folders.stop()
         self.workers.stop(timeout)
+
+
+async def _off_loop(fn: Callable[[], T]) -> T:
+    """``fn()`` on a thread of the default executor: file work never blocks the loop."""
+    return await asyncio.get_running_loop().run_in_executor(None, fn)
 
 
 def _deliver(on_token: Callable[[str], None] | None, piece: str, cancel: threading.Event) -> None:
