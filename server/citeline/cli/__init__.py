@@ -1,4 +1,4 @@
-"""The command-line front end: index, search, ask, status, history, eval, serve, demo.
+"""The command-line front end: index, search, ask, status, history, eval, serve, mcp, demo.
 
 The only package allowed to print.  ``commands`` parses nothing: each command
 opens a folder's :class:`~citeline.service.workspace.Workspace` through the
@@ -136,6 +136,21 @@ def _parser() -> argparse.ArgumentParser:
     command.add_argument("--stdio", action="store_true", help="serve over stdio (the default)")
     store_options(command)
     command.set_defaults(run=commands.run_serve)
+
+    command = sub.add_parser(
+        "mcp",
+        help="run the MCP server over stdio (search, ask and status tools for coding agents)",
+    )
+    command.add_argument(
+        "--docs",
+        action="append",
+        default=[],
+        help="documents folder (repeatable; default: the current folder when it holds"
+        " citeline.toml or .citeline/)",
+    )
+    command.add_argument("--log-file", help="also write the log to this file")
+    store_options(command)
+    command.set_defaults(run=commands.run_mcp)
 
     command = sub.add_parser(
         "eval", help="measure retrieval quality on a benchmark or your questions"

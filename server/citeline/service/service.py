@@ -107,6 +107,19 @@ class Service:
             raise ServiceError("no documents folder can be searched now")
         return chosen
 
+    async def indexed(self, path: Path | None, timeout: float) -> list[Folder]:
+        """Wait until the folder at ``path`` (None: every folder) is no longer indexing,
+        at most ``timeout`` seconds; the folders still indexing then (for a front end
+        whose callers expect a complete index, not one being built)."""
+        folders = self._targets(path)
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        while True:
+            busy = [f for f in folders if f.state == "indexing" and not f.closed]
+            if not busy or loop.time() >= deadline:
+                return busy
+            await asyncio.sleep(0.1)
+
     # -- requests ---------------------------------------------------------------------
 
     async def search(
