@@ -1,4 +1,4 @@
-"""The command-line front end: index, search, ask, status, history, eval, serve, mcp, demo.
+"""The command-line front end: index, search, ask, status, history, eval, serve, demo.
 
 The only package allowed to print.  ``commands`` parses nothing: each command
 opens a folder's :class:`~citeline.service.workspace.Workspace` through the
