@@ -25,10 +25,10 @@ from citeline.settings import SETTINGS_FILE
 
 INDEX_MARKER = ".citeline"
 NO_MARKER = (
-    f"not served: no {SETTINGS_FILE} or {INDEX_MARKER}/ folder in it"
-    " (index it with “Citeline: Index This Folder”, or list it in the citeline.folders setting)"
+    f"no {SETTINGS_FILE} or {INDEX_MARKER}/ folder in it: add one (“Citeline: Index This"
+    " Folder” writes it) or name the folder (the citeline.folders setting, --docs)"
 )
-NOT_IN_SETTING = "not served: the citeline.folders setting lists the folders to serve"
+NOT_IN_SETTING = "the citeline.folders setting lists the folders to serve"
 
 MINIMAL_SETTINGS = f"""\
 # Citeline serves this folder because this file is here ({SETTINGS_FILE}).

@@ -37,7 +37,10 @@ log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
-NO_FOLDERS = "no documents folder: open a folder, set citeline.folders or start with --docs"
+NO_FOLDERS = (
+    "no documents folder: open one that holds citeline.toml or .citeline/ (or index it with"
+    " “Citeline: Index This Folder”), set citeline.folders, or start with --docs"
+)
 
 
 @dataclass(frozen=True)
@@ -81,6 +84,9 @@ class Service:
         named = self.named(path)
         folders = [named] if named is not None else list(self.folders)
         if not folders:
+            if self.unserved:  # say why the folder at hand is not served
+                first = self.unserved[0]
+                raise ServiceError(f"no documents folder is served ({first.root}: {first.reason})")
             raise ServiceError(NO_FOLDERS)
         return folders
 
