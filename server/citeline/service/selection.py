@@ -104,6 +104,8 @@ def mark(root: Path) -> bool:
     written, is a one-line :class:`ServiceError`; an existing file is never replaced."""
     if not root.is_dir():
         raise ServiceError(f"documents folder {root} does not exist")
+    if root.resolve().parent == root.resolve():
+        raise ServiceError(f"{root} is a file system's root: choose the folder of your documents")
     if marked(root):
         return False
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
