@@ -14,7 +14,7 @@ from typing import Any
 
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
-from mcp.types import CallToolResult, TextContent
+from mcp.types import CallToolResult, ListRootsResult, Root, TextContent
 
 from conftest import copy_samples
 
@@ -22,7 +22,15 @@ QUESTION = "Where does Citeline store its index?"
 
 
 @asynccontextmanager
-async def session(*args: str, cwd: Path, log: Path) -> AsyncIterator[ClientSession]:
+async def session(
+    *args: str, cwd: Path, log: Path, roots: list[Path] | None = None
+) -> AsyncIterator[ClientSession]:
+    """A client over stdio to ``citeline mcp ARGS`` started in ``cwd``; with ``roots``,
+    a client that offers them (as VS Code offers its workspace folders)."""
+
+    async def list_roots(context: Any) -> ListRootsResult:
+        return ListRootsResult(roots=[Root(uri=p.as_uri(), name=p.name) for p in roots or []])
+
     params = StdioServerParameters(
         command=sys.executable,
         args=["-m", "citeline.cli", "mcp", *args],
@@ -32,7 +40,9 @@ async def session(*args: str, cwd: Path, log: Path) -> AsyncIterator[ClientSessi
     with log.open("w") as errlog:
         async with (
             stdio_client(params, errlog=errlog) as (read, write),
-            ClientSession(read, write) as client,
+            ClientSession(
+                read, write, list_roots_callback=list_roots if roots is not None else None
+            ) as client,
         ):
             yield client
 
@@ -158,3 +168,34 @@ async def test_the_current_folder_is_served_only_with_a_marker(tmp_path: Path) -
         found = await client.call_tool("search", {"query": "how does the build run"})
         assert not found.isError, text_of(found)
         assert found.structuredContent["hits"][0]["path"] == "notes.md"  # type: ignore[index]
+
+
+async def test_the_clients_roots_are_its_opened_folders(tmp_path: Path) -> None:
+    """Without --docs, a client's roots are served when they hold a marker, as an
+    editor's workspace folders are; a root added later is picked up."""
+    marked = tmp_path / "notes"
+    marked.mkdir()
+    (marked / "citeline.toml").write_text("# served\n")
+    (marked / "lighthouse.md").write_text("# Lighthouse\n\nThe keeper climbs 120 steps.\n")
+    plain = tmp_path / "code"
+    plain.mkdir()
+    (plain / "main.md").write_text("# Main\n\nThe build runs with make.\n")
+    elsewhere = tmp_path / "cwd"
+    elsewhere.mkdir()
+    roots = [marked, plain]
+    async with session(cwd=elsewhere, log=tmp_path / "roots.log", roots=roots) as client:
+        await client.initialize()
+        status = (await client.call_tool("status", {})).structuredContent
+        assert status is not None
+        assert [f["docs"] for f in status["folders"]] == [str(marked)]
+        assert [u["docs"] for u in status["unserved"]] == [str(plain)]
+        found = await client.call_tool("search", {"query": "how many steps does the keeper climb"})
+        assert found.structuredContent["hits"][0]["path"] == "lighthouse.md"  # type: ignore[index]
+
+        (plain / "citeline.toml").write_text("# served now\n")
+        await client.send_roots_list_changed()
+        found = await client.call_tool("search", {"query": "how does the build run"})
+        assert not found.isError, text_of(found)
+        hits = found.structuredContent["hits"]  # type: ignore[index]
+        assert hits[0]["folder"] == str(plain) and hits[0]["path"] == "main.md"
+    assert sorted(p.name for p in elsewhere.iterdir()) == []

@@ -5,9 +5,9 @@ of ``tools.py`` with their input and output schemas and runs each call; the SDK
 checks the arguments against the input schema first (a bad one is a tool error
 naming it).  Folders are chosen as ``citeline serve`` chooses them
 (``service/selection.py``): the ``--docs`` folders, served regardless; without
-one, the current directory, served only when it holds ``citeline.toml`` or
-``.citeline/``.  Settings come from each folder's ``citeline.toml`` and
-``--store``/``--collection``.
+one, the client's roots (its workspace folders), else the current directory,
+each served only when it holds ``citeline.toml`` or ``.citeline/``.  Settings
+come from each folder's ``citeline.toml`` and ``--store``/``--collection``.
 
 stdout is MCP's: file descriptor 1 is moved to stderr before anything else runs
 (``citeline.stdio``), and the log goes to stderr (and ``--log-file``).
@@ -26,10 +26,11 @@ from typing import TYPE_CHECKING, Any, BinaryIO
 import anyio
 import mcp.types as types
 from mcp.server.lowlevel import Server
+from mcp.server.session import ServerSession
 from mcp.server.stdio import stdio_server
 
 from citeline import __version__
-from citeline.mcp.tools import SPECS, Tools
+from citeline.mcp.tools import SPECS, ToolError, Tools, folder_path
 from citeline.service.service import Service
 from citeline.service.workspace import Backends
 from citeline.stdio import protocol_streams
@@ -41,6 +42,7 @@ log = logging.getLogger(__name__)
 
 SHUTDOWN_TIMEOUT = 15.0
 STOP_TIMEOUT = 10.0
+ROOTS_TIMEOUT = 10.0
 
 INSTRUCTIONS = (
     "Citeline searches and answers from the user's own documents (notes, manuals,"
@@ -87,8 +89,48 @@ class LogProgress:
         log.info("%s: %s", self.title, message)
 
 
-def build_server(tools: Tools) -> Server[Any, Any]:
-    """The MCP server with Citeline's tools (all read-only)."""
+class Roots:
+    """Without ``--docs``, the folders an MCP client says it works in (its roots: in
+    VS Code, the workspace folders) are the opened folders, served when they hold a
+    marker, exactly as an editor's workspace folders are; a client without roots
+    leaves the current directory.  Asked for at the first tool call and again after
+    the client says its roots changed."""
+
+    def __init__(self, service: Service) -> None:
+        self.service = service
+        self.stale = True
+
+    def changed(self) -> None:
+        self.stale = True
+
+    async def refresh(self, session: ServerSession) -> None:
+        if not self.stale:
+            return
+        self.stale = False
+        wanted = types.ClientCapabilities(roots=types.RootsCapability())
+        if not session.check_client_capability(wanted):
+            return
+        try:
+            listed = await asyncio.wait_for(session.list_roots(), ROOTS_TIMEOUT)
+        except Exception as exc:  # a client that offers roots and then fails: keep what we have
+            log.info("roots/list: %s", exc or type(exc).__name__)
+            return
+        folders = []
+        for root in listed.roots:
+            try:
+                path = folder_path(str(root.uri))
+            except ToolError:
+                log.info("root %s is not a local folder; ignored", root.uri)
+                continue
+            if path is not None:
+                folders.append(path)
+        log.info("the client's roots: %s", ", ".join(map(str, folders)) or "none")
+        self.service.choose(folders or [Path.cwd()])
+
+
+def build_server(tools: Tools, roots: Roots | None = None) -> Server[Any, Any]:
+    """The MCP server with Citeline's tools (all read-only); with ``roots``, the folders
+    follow the client's roots."""
     server: Server[Any, Any] = Server("citeline", version=__version__, instructions=INSTRUCTIONS)
     listed = [
         types.Tool(
@@ -117,9 +159,17 @@ def build_server(tools: Tools) -> Server[Any, Any]:
         name: str, arguments: dict[str, Any]
     ) -> tuple[list[types.TextContent], dict[str, Any]]:
         # A ToolError (or any exception) becomes the SDK's error result: isError, one line.
+        if roots is not None:
+            await roots.refresh(server.request_context.session)
         text, structured = await tools.call(name, arguments)
         return [types.TextContent(type="text", text=text)], structured
 
+    if roots is not None:
+
+        async def roots_changed(notification: types.RootsListChangedNotification) -> None:
+            roots.changed()
+
+        server.notification_handlers[types.RootsListChangedNotification] = roots_changed
     return server
 
 
@@ -159,7 +209,7 @@ async def run(
         service.serve(docs)
     else:
         service.choose([Path.cwd()])
-    server = build_server(Tools(service))
+    server = build_server(Tools(service), None if docs else Roots(service))
     reader = anyio.wrap_file(io.TextIOWrapper(stdin, encoding="utf-8", errors="replace"))
     writer = anyio.wrap_file(io.TextIOWrapper(stdout, encoding="utf-8"))
     try:
