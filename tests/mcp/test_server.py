@@ -85,8 +85,17 @@ async def test_the_tools_over_stdio(tmp_path: Path) -> None:
         assert tools["search"].inputSchema["required"] == ["query"]
 
         # search: the first call waits for the folder's first indexing, then answers
-        found = await client.call_tool("search", {"query": QUESTION, "k": 3})
+        told: list[str | None] = []
+
+        async def progress(done: float, total: float | None, message: str | None) -> None:
+            told.append(message)
+
+        found = await client.call_tool(
+            "search", {"query": QUESTION, "k": 3}, progress_callback=progress
+        )
         assert not found.isError, text_of(found)
+        # while the samples were being indexed, the call said so (if it had to wait)
+        assert all(m and m.startswith(f"waiting for indexing: {samples} (") for m in told)
         hits = found.structuredContent["hits"]  # type: ignore[index]
         assert [h["rank"] for h in hits] == [1, 2, 3]
         assert found.structuredContent["indexing"] == []  # type: ignore[index]

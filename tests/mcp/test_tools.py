@@ -113,3 +113,21 @@ async def test_bad_calls_are_one_line_tool_errors(tools: Tools, tmp_path: Path) 
     ):
         with pytest.raises(ToolError, match=why):
             await tools.call(name, args)
+
+
+async def test_a_call_waits_for_a_folder_being_indexed_and_says_so(
+    tools: Tools, tmp_path: Path
+) -> None:
+    fresh = write_files(tmp_path / "fresh", {"owls.md": "# Owls\n\nBarn owls hunt at dusk.\n"})
+    tools.service.serve([tmp_path / "garden", tmp_path / "kitchen", fresh])
+    assert tools.service.folders.get(fresh).state == "indexing"  # type: ignore[union-attr]
+    told: list[str] = []
+
+    async def progress(message: str) -> None:
+        told.append(message)
+
+    _, found = await tools.call(
+        "search", {"query": "when do barn owls hunt", "folder": str(fresh)}, progress
+    )
+    assert told and told[0].startswith(f"waiting for indexing: {fresh} (")
+    assert found["indexing"] == [] and found["hits"][0]["path"] == "owls.md"

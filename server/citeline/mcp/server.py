@@ -159,9 +159,21 @@ def build_server(tools: Tools, roots: Roots | None = None) -> Server[Any, Any]:
         name: str, arguments: dict[str, Any]
     ) -> tuple[list[types.TextContent], dict[str, Any]]:
         # A ToolError (or any exception) becomes the SDK's error result: isError, one line.
+        context = server.request_context
         if roots is not None:
-            await roots.refresh(server.request_context.session)
-        text, structured = await tools.call(name, arguments)
+            await roots.refresh(context.session)
+        token = context.meta.progressToken if context.meta is not None else None
+        steps = 0
+
+        async def progress(message: str) -> None:
+            nonlocal steps
+            if token is not None:
+                steps += 1
+                await context.session.send_progress_notification(
+                    token, steps, None, message, related_request_id=str(context.request_id)
+                )
+
+        text, structured = await tools.call(name, arguments, progress)
         return [types.TextContent(type="text", text=text)], structured
 
     if roots is not None:

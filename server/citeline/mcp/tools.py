@@ -19,6 +19,7 @@ from typing import Any
 from urllib.parse import unquote, urlsplit
 
 from citeline.service.errors import EXPECTED_ERRORS
+from citeline.service.folders import Folder
 from citeline.service.history import MAX_LIMIT
 from citeline.service.service import Service
 from citeline.service.workspace import cited_passages
@@ -188,6 +189,8 @@ SPECS = [
 ]
 
 Result = tuple[str, dict[str, Any]]  # readable text, structured content
+Progress = Callable[[str], Awaitable[None]]  # tells the client what a call waits for
+Handler = Callable[[Mapping[str, Any], Progress | None], Awaitable[Result]]
 
 
 class Tools:
@@ -196,21 +199,24 @@ class Tools:
     def __init__(self, service: Service, index_wait: float = INDEX_WAIT) -> None:
         self.service = service
         self.index_wait = index_wait
-        self._handlers: dict[str, Callable[[Mapping[str, Any]], Awaitable[Result]]] = {
+        self._handlers: dict[str, Handler] = {
             "search": self.search,
             "ask": self.ask,
             "status": self.status,
             "history": self.history,
         }
 
-    async def call(self, name: str, arguments: Mapping[str, Any] | None) -> Result:
-        """Run tool ``name``; a :class:`ToolError` for anything that is not a result."""
+    async def call(
+        self, name: str, arguments: Mapping[str, Any] | None, progress: Progress | None = None
+    ) -> Result:
+        """Run tool ``name``; a :class:`ToolError` for anything that is not a result.
+        ``progress`` hears what a call waits for (a folder being indexed)."""
         handler = self._handlers.get(name)
         if handler is None:
             raise ToolError(f"unknown tool {name!r} (the tools: {', '.join(self._handlers)})")
         args = _arguments(name, arguments, SPECS_BY_NAME[name])
         try:
-            return await handler(args)
+            return await handler(args, progress)
         except ToolError:
             raise
         except EXPECTED_ERRORS as exc:
@@ -223,12 +229,12 @@ class Tools:
 
     # -- the tools ---------------------------------------------------------------------
 
-    async def search(self, args: Mapping[str, Any]) -> Result:
+    async def search(self, args: Mapping[str, Any], progress: Progress | None = None) -> Result:
         query = _text(args, "query", required=True)
         assert query is not None
         folder = folder_path(args.get("folder"))
         k = args.get("k")
-        indexing = await self._indexed(folder)
+        indexing = await self._indexed(folder, progress)
         found = await self.service.search(query.strip(), k, folder)
         hits = [
             {
@@ -246,11 +252,11 @@ class Tools:
             lines.extend(_quote(hit["text"]))
         return "\n".join(lines), {"hits": hits, "indexing": indexing}
 
-    async def ask(self, args: Mapping[str, Any]) -> Result:
+    async def ask(self, args: Mapping[str, Any], progress: Progress | None = None) -> Result:
         question = _text(args, "question", required=True)
         assert question is not None
         folder = folder_path(args.get("folder"))
-        indexing = await self._indexed(folder)
+        indexing = await self._indexed(folder, progress)
         served, answer = await self.service.ask(question.strip(), folder)
         result = answer.to_json()
         paths = sorted({c.path for c in answer.citations})
@@ -284,7 +290,7 @@ class Tools:
                 lines.extend(_quote(citation["text"]))
         return "\n".join(lines), structured
 
-    async def status(self, args: Mapping[str, Any]) -> Result:
+    async def status(self, args: Mapping[str, Any], progress: Progress | None = None) -> Result:
         status = self.service.status()
         structured = {
             "folders": [f.to_json() for f in status.folders],
@@ -306,7 +312,7 @@ class Tools:
             lines.append("no documents folder is served")
         return "\n".join(lines), structured
 
-    async def history(self, args: Mapping[str, Any]) -> Result:
+    async def history(self, args: Mapping[str, Any], progress: Progress | None = None) -> Result:
         query = _text(args, "query", required=False)
         folder = folder_path(args.get("folder"))
         limit = args.get("limit") or DEFAULT_HISTORY
@@ -318,8 +324,18 @@ class Tools:
             lines.append(f"  {e.preview}")
         return "\n".join(lines), {"entries": entries, "total": found.total}
 
-    async def _indexed(self, folder: Path | None) -> list[str]:
-        busy = await self.service.indexed(folder, self.index_wait)
+    async def _indexed(self, folder: Path | None, progress: Progress | None) -> list[str]:
+        """Wait for the folders being indexed; those still indexing after the wait."""
+
+        async def waiting(busy: list[Folder]) -> None:
+            if progress is not None:
+                parts = [
+                    f"{f.root} ({f.files} files so far, {f.queue.pending_count} to go)"
+                    for f in busy
+                ]
+                await progress(f"waiting for indexing: {', '.join(parts)}")
+
+        busy = await self.service.indexed(folder, self.index_wait, waiting)
         return [str(f.root) for f in busy]
 
 
