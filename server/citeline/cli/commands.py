@@ -269,7 +269,12 @@ def run_serve(args: argparse.Namespace) -> int:
 
 
 def _samples_dir() -> Path:
-    return Path(__file__).resolve().parents[3] / "samples"  # the repository's samples/
+    """The sample documents the demo indexes: in a checkout, the repository's
+    ``samples/`` (``citeline/samples`` links to it); from an installed wheel, a copy
+    of its package data in the cache, so the index is not written into site-packages."""
+    from citeline.demo import demo_documents
+
+    return demo_documents()
 
 
 def run_demo(args: argparse.Namespace) -> int:
