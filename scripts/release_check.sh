@@ -74,7 +74,7 @@ assert "$ citeline ask" in demo, "the demo did not reach its question"
 citations = answer.get("citations") or []
 assert citations and not answer.get("refused"), f"the installed ask was not answered: {answer}"
 first = citations[0]
-print(f"release-check: ask answered with {len(citations)} citation(s), first {first.get('uri', first)}")
+print(f"release-check: ask answered with {len(citations)} citation(s), first {first['path']}:{first['start_line']}")
 EOF
 "$python" - "$t0" "$t1" "$t2" "$t3" "$t4" "$network" <<'EOF'
 import sys

@@ -18,6 +18,7 @@ from collections.abc import Callable, Sequence
 
 from citeline import __version__
 from citeline.cli import commands
+from citeline.platforms import unsupported_reason
 from citeline.service.errors import EXPECTED_ERRORS
 
 EXIT_ERROR = 2
@@ -167,6 +168,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             stream.reconfigure(errors="backslashreplace")
     args = _parser().parse_args(argv)
     _configure_logging(args.verbose)
+    if (reason := unsupported_reason()) is not None:
+        print(f"citeline: error: {reason}", file=sys.stderr)
+        return EXIT_ERROR
     run: Callable[[argparse.Namespace], int] = args.run
     try:
         return run(args)
