@@ -234,3 +234,39 @@ def open_workspace(
         index, embedder, settings.retrieval, reranker, settings.reranking.candidates
     )
     return Workspace(docs_root, index_dir, settings, models, embedder, index, ingestor, retriever)
+
+
+def llama_report(embedding: EmbeddingSettings | None = None) -> dict[str, object]:
+    """What ``citeline doctor`` learns of llama.cpp, run in a child process (an
+    instruction this CPU lacks kills the process that meets it): the package's
+    version and file, the CPU features its build uses, and one sentence embedded
+    with the embedding model (its name, dimension and the seconds it took)."""
+    import time
+
+    from citeline.backends.llama.runtime import import_llama_cpp
+
+    llama_cpp = import_llama_cpp(ServiceError, "llama.cpp")
+    info = llama_cpp.llama_print_system_info()
+    report: dict[str, object] = {
+        "version": _distribution_version(),
+        "file": str(Path(llama_cpp.llama_cpp.__file__).parent),
+        "system_info": info.decode("utf-8", "replace") if isinstance(info, bytes) else str(info),
+    }
+    started = time.perf_counter()
+    embedder = make_embedder(embedding or EmbeddingSettings())
+    vectors = embedder.embed_documents(["Citeline checks that llama.cpp runs here."])
+    report["embedding"] = {
+        "name": embedder.name,
+        "dimension": len(vectors[0]),
+        "seconds": round(time.perf_counter() - started, 2),
+    }
+    return report
+
+
+def _distribution_version() -> str:
+    from importlib import metadata
+
+    try:
+        return metadata.version("llama-cpp-python")
+    except metadata.PackageNotFoundError:
+        return "unknown"

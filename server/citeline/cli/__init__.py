@@ -1,4 +1,4 @@
-"""The command-line front end: index, search, ask, status, eval, serve, demo.
+"""The command-line front end: index, search, ask, status, eval, serve, doctor, demo.
 
 The only package allowed to print.  ``commands`` parses nothing: each command
 opens a folder's :class:`~citeline.service.workspace.Workspace` through the
@@ -152,6 +152,19 @@ def _parser() -> argparse.ArgumentParser:
     )
     json_option(command)
     command.set_defaults(run=commands.run_eval)
+
+    command = sub.add_parser(
+        "doctor", help="check what Citeline needs (Python, llama.cpp, models, folders): fixes"
+    )
+    command.add_argument(
+        "--docs",
+        action="append",
+        default=[],
+        help="a documents folder to check (repeatable; default: the current folder if it"
+        " has citeline.toml or .citeline/)",
+    )
+    json_option(command)
+    command.set_defaults(run=commands.run_doctor)
 
     command = sub.add_parser("demo", help="index the bundled sample documents, search and ask them")
     docs_option(command, default=None)
