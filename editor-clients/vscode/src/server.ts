@@ -142,6 +142,7 @@ export class CitelineServer implements vscode.Disposable {
     let { cmd, line } = resolved;
     if (this.locate) {
       // No server named in the settings: find one, or offer to install it (one notification).
+      this.setState('starting');
       const found = await this.locate(cmd);
       if (!found) {
         this.output.appendLine('[client] no Citeline server found: not started');
