@@ -29,7 +29,8 @@ export class ServerNotRunning extends Error {
 /** The library's client, without its own "couldn't create connection" toast: ours says what to do. */
 class QuietClient extends LanguageClient {
   override error(message: string, data?: unknown, showNotification: boolean | 'force' = true): void {
-    super.error(message, data, showNotification === 'force' ? false : showNotification);
+    const startFailed = /couldn't create connection to server/.test(message);
+    super.error(message, data, startFailed ? false : showNotification);
   }
 }
 

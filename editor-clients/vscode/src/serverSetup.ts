@@ -13,6 +13,7 @@
  */
 import * as path from 'node:path';
 
+import type { FolderStatus } from './protocol';
 import type { ServerCommand } from './settings';
 
 export const MARKERS = ['citeline.toml', '.citeline'] as const;
@@ -114,4 +115,30 @@ export function failureLine(output: string): string {
 /** "311 MB" */
 export function megabytes(bytes: number): string {
   return `${Math.round(bytes / 1e6)} MB`;
+}
+
+export interface StoppedNotice {
+  /** Told once per folder and message. */
+  key: string;
+  text: string;
+  /** The action that fixes it: the settings for a model, a reindex for an index. */
+  fix: 'Open Settings' | 'Reindex';
+}
+
+/** The folders the server stopped that have not been told yet (marks them told). */
+export function stoppedFolderNotices(folders: readonly FolderStatus[], told: Set<string>): StoppedNotice[] {
+  const notices: StoppedNotice[] = [];
+  for (const folder of folders) {
+    if (folder.state !== 'error' || !folder.message) {
+      continue;
+    }
+    const key = `${folder.uri}\n${folder.message}`;
+    if (told.has(key)) {
+      continue;
+    }
+    told.add(key);
+    const name = folder.docs ? path.basename(folder.docs) : folder.uri;
+    notices.push({ key, text: `Citeline stopped serving ${name}: ${folder.message}`, fix: /model/i.test(folder.message) ? 'Open Settings' : 'Reindex' });
+  }
+  return notices;
 }

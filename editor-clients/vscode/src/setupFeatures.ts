@@ -19,7 +19,7 @@ import { serverCommand } from './config';
 import type { ServerSetup } from './install';
 import type { FolderStatus } from './protocol';
 import type { CitelineServer } from './server';
-import { isMarked } from './serverSetup';
+import { isMarked, stoppedFolderNotices } from './serverSetup';
 import { formatCommand } from './settings';
 
 const INDEX_FOLDER = 'citeline/indexFolder';
@@ -121,19 +121,8 @@ export class StoppedFolders implements vscode.Disposable {
   }
 
   private check(): void {
-    for (const folder of this.server.status?.folders ?? []) {
-      if (folder.state !== 'error' || !folder.message) {
-        continue;
-      }
-      const key = `${folder.uri}\n${folder.message}`;
-      if (this.told.has(key)) {
-        continue;
-      }
-      this.told.add(key);
-      const name = folder.docs ? path.basename(folder.docs) : folder.uri;
-      const model = /model/i.test(folder.message);
-      const fix = model ? 'Open Settings' : 'Reindex';
-      void vscode.window.showErrorMessage(`Citeline stopped serving ${name}: ${folder.message}`, fix, 'Run Doctor').then((choice) => {
+    for (const notice of stoppedFolderNotices(this.server.status?.folders ?? [], this.told)) {
+      void vscode.window.showErrorMessage(notice.text, notice.fix, 'Run Doctor').then((choice) => {
         if (choice === 'Open Settings') {
           void vscode.commands.executeCommand('workbench.action.openSettings', 'citeline');
         } else if (choice === 'Reindex') {

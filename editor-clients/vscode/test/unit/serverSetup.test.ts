@@ -14,7 +14,9 @@ import {
   onPath,
   ownServerLayout,
   readWheelhouse,
+  stoppedFolderNotices,
 } from '../../src/serverSetup';
+import type { FolderStatus } from '../../src/protocol';
 
 function tempTree(files: string[]): string {
   const root = fs.mkdtempSync(path.join(os.tmpdir(), 'citeline-setup-'));
@@ -98,4 +100,28 @@ test('PATH lookups and failure lines', () => {
   assert.equal(failureLine(pip), 'ERROR: No matching distribution found for numpy');
   assert.equal(failureLine('one\ntwo\n'), 'two');
   assert.equal(failureLine(''), 'no output');
+});
+
+test('a stopped folder is told once per message, with the fix for a model or an index', () => {
+  const folder = (uri: string, state: FolderStatus['state'], message?: string): FolderStatus =>
+    ({ uri, state, message, docs: uri.replace('file://', ''), files: 0, chunks: 0, pending: 0, errors: [] }) as FolderStatus;
+  const told = new Set<string>();
+  const first = stoppedFolderNotices(
+    [
+      folder('file:///home/u/notes', 'error', 'embedding model /m/e5.gguf is missing'),
+      folder('file:///home/u/wiki', 'error', 'the index at /home/u/wiki/.citeline is damaged and could not be rebuilt'),
+      folder('file:///home/u/ok', 'ready'),
+    ],
+    told,
+  );
+  assert.deepEqual(
+    first.map((n) => [n.text, n.fix]),
+    [
+      ['Citeline stopped serving notes: embedding model /m/e5.gguf is missing', 'Open Settings'],
+      ['Citeline stopped serving wiki: the index at /home/u/wiki/.citeline is damaged and could not be rebuilt', 'Reindex'],
+    ],
+  );
+  // The next status with the same errors tells nothing; a new message is told.
+  assert.deepEqual(stoppedFolderNotices([folder('file:///home/u/notes', 'error', 'embedding model /m/e5.gguf is missing')], told), []);
+  assert.equal(stoppedFolderNotices([folder('file:///home/u/notes', 'error', 'another problem')], told).length, 1);
 });
