@@ -66,10 +66,15 @@ export class ServerSetup {
     return ownServerLayout(this.context.globalStorageUri.fsPath);
   }
 
-  /** The wheelhouse inside this extension (a platform-specific `.vsix`), if any. */
+  /** The wheelhouse to offer: `citeline.server.wheelhouse`, else the one inside this extension (a platform-specific `.vsix`). */
   get bundledWheelhouse(): string | undefined {
-    const dir = path.join(this.context.extensionPath, 'wheelhouse');
-    return wheelhouseAt(dir) ? dir : undefined;
+    const configured = vscode.workspace.getConfiguration(SECTION).get<string>('server.wheelhouse', '').trim();
+    for (const dir of [configured, path.join(this.context.extensionPath, 'wheelhouse')]) {
+      if (dir && wheelhouseAt(dir)) {
+        return dir;
+      }
+    }
+    return undefined;
   }
 
   /**
