@@ -122,3 +122,29 @@ def test_a_collection_is_seeded_from_an_embedded_index(
         writer.close()
     with pytest.raises(ServiceError, match="team collection opened for writing"):
         app.seed_vectors(local, docs)
+
+
+# Runs the real command line in a Python where the team extra (psycopg) is not installed.
+WITHOUT_PSYCOPG = """
+import sys
+sys.modules["psycopg"] = None
+from citeline.cli import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def test_a_team_index_without_the_team_extra_is_one_line_naming_it(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    (tmp_path / "a.md").write_text("# A\n\nSome text.\n", "utf-8")
+    store = ["--store", "postgresql://localhost/citeline", "--collection", "demo"]
+    proc = subprocess.run(
+        [sys.executable, "-c", WITHOUT_PSYCOPG, "index", "--docs", str(tmp_path), *store],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 2
+    assert proc.stderr.strip().splitlines() == ["citeline: error: " + app.TEAM_EXTRA_HINT]
+    assert "Traceback" not in proc.stderr and "pip install 'citeline[team]'" in proc.stderr

@@ -19,6 +19,7 @@ import functools
 import logging
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from citeline.core.embedding import Embedder
 from citeline.core.generation import Generator
@@ -37,6 +38,9 @@ from citeline.settings import (
     RerankingSettings,
     Settings,
 )
+
+if TYPE_CHECKING:
+    from citeline.backends.postgres.index import PostgresIndex
 
 log = logging.getLogger(__name__)
 
@@ -95,9 +99,8 @@ def open_index(
     vector index of the kind ``[index] vectors`` says (by size unless forced); or the
     team collection ``settings`` name (read-only unless ``write_collection``)."""
     if settings is not None and settings.team:
-        from citeline.backends.postgres.index import PostgresIndex  # psycopg: only for teams
-
-        return PostgresIndex(
+        team_index = _postgres_index_class()  # psycopg: only for teams
+        return team_index(
             settings.store,
             settings.collection_name,
             identity,
@@ -112,16 +115,36 @@ def open_index(
     return EmbeddedIndex(index_dir, identity, FaissVectorIndexType(choice))
 
 
+#: What to run when the team index's driver is missing.
+TEAM_EXTRA_HINT = (
+    "the team index needs the PostgreSQL driver: pip install 'citeline[team]'"
+    " (pipx: pipx inject citeline 'psycopg[binary]')"
+)
+
+
+def _postgres_index_class() -> type[PostgresIndex]:
+    """The team index's class; a one-line ``ServiceError`` naming the extra to install
+    when psycopg (an optional dependency) is not."""
+    try:
+        from citeline.backends.postgres.index import PostgresIndex
+    except ImportError as exc:
+        if (exc.name or "").split(".")[0] != "psycopg":
+            raise
+        raise ServiceError(TEAM_EXTRA_HINT) from None
+    return PostgresIndex
+
+
 def seed_vectors(workspace: Workspace, source: Path) -> int:
     """Copy the vectors of an embedded index (a documents folder or its index folder)
     built with the workspace's model into its team collection: the same text gives the
     same vector, so the collection's writer embeds only what the source did not have."""
     from citeline.backends.embedded import STORE_FILE
-    from citeline.backends.postgres.index import PostgresIndex
     from citeline.backends.sqlite.store import read_vectors
 
+    team_index = _postgres_index_class()
+
     index = workspace.index
-    if not isinstance(index, PostgresIndex) or index.read_only:
+    if not isinstance(index, team_index) or index.read_only:
         raise ServiceError("--seed-from needs a team collection opened for writing (--store)")
     source = source.expanduser()
     database = source / STORE_FILE
@@ -211,3 +234,39 @@ def open_workspace(
         index, embedder, settings.retrieval, reranker, settings.reranking.candidates
     )
     return Workspace(docs_root, index_dir, settings, models, embedder, index, ingestor, retriever)
+
+
+def llama_report(embedding: EmbeddingSettings | None = None) -> dict[str, object]:
+    """What ``citeline doctor`` learns of llama.cpp, run in a child process (an
+    instruction this CPU lacks kills the process that meets it): the package's
+    version and file, the CPU features its build uses, and one sentence embedded
+    with the embedding model (its name, dimension and the seconds it took)."""
+    import time
+
+    from citeline.backends.llama.runtime import import_llama_cpp
+
+    llama_cpp = import_llama_cpp(ServiceError, "llama.cpp")
+    info = llama_cpp.llama_print_system_info()
+    report: dict[str, object] = {
+        "version": _distribution_version(),
+        "file": str(Path(llama_cpp.llama_cpp.__file__).parent),
+        "system_info": info.decode("utf-8", "replace") if isinstance(info, bytes) else str(info),
+    }
+    started = time.perf_counter()
+    embedder = make_embedder(embedding or EmbeddingSettings())
+    vectors = embedder.embed_documents(["Citeline checks that llama.cpp runs here."])
+    report["embedding"] = {
+        "name": embedder.name,
+        "dimension": len(vectors[0]),
+        "seconds": round(time.perf_counter() - started, 2),
+    }
+    return report
+
+
+def _distribution_version() -> str:
+    from importlib import metadata
+
+    try:
+        return metadata.version("llama-cpp-python")
+    except metadata.PackageNotFoundError:
+        return "unknown"

@@ -8,6 +8,7 @@ import * as os from 'node:os';
 import * as vscode from 'vscode';
 
 import type { CitelineSettings } from './protocol';
+import { needsServer } from './serverSetup';
 import {
   SECTION,
   buildServerSettings,
@@ -73,10 +74,9 @@ export function historySize(): number {
   return Number.isInteger(v) && v > 0 ? Math.min(v, 50) : 10;
 }
 
-/** Whether there is anything to index: workspace folders or citeline.folders. */
+/** Whether there is anything to index: a workspace folder with citeline.toml or .citeline/, or citeline.folders. */
 export function hasDocumentsFolder(): boolean {
-  const folders = userValue('folders');
-  return workspacePaths().length > 0 || (Array.isArray(folders) && folders.length > 0);
+  return needsServer(workspacePaths(), userValue('folders'), (p) => fs.existsSync(p));
 }
 
 /** The server process's working directory. */

@@ -7,8 +7,10 @@ import * as vscode from 'vscode';
 
 import { Asker } from './ask';
 import { hoverMiddleware } from './hover';
+import { ServerSetup } from './install';
 import { searchSelection } from './search';
 import { CitelineServer } from './server';
+import { registerSetupFeatures } from './setupFeatures';
 import { StatusUi } from './status';
 
 let server: CitelineServer | undefined;
@@ -32,6 +34,9 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     vscode.commands.registerCommand('citeline.showAnswers', () => asker.panel.show(false)),
     vscode.commands.registerCommand('citeline.restartServer', () => s.restart()),
   );
+  const setup = new ServerSetup(context, s.output);
+  s.locate = (cmd) => setup.locate(cmd, true);
+  registerSetupFeatures(context, s, setup);
   void s.startIfUseful();
 }
 

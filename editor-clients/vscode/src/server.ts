@@ -17,12 +17,20 @@ import {
 
 import { hasDocumentsFolder, serverCommand, serverCwd, serverSettings } from './config';
 import { StatusMethod, type StatusResult } from './protocol';
-import { SECTION, needsRestart } from './settings';
+import { SECTION, formatCommand, needsRestart, type ServerCommand } from './settings';
 import type { ClientState, IndexProgress } from './statusModel';
 
 export class ServerNotRunning extends Error {
   constructor(detail = 'The Citeline server is not running.') {
     super(detail);
+  }
+}
+
+/** The library's client, without its own "couldn't create connection" toast: ours says what to do. */
+class QuietClient extends LanguageClient {
+  override error(message: string, data?: unknown, showNotification: boolean | 'force' = true): void {
+    const startFailed = /couldn't create connection to server/.test(message);
+    super.error(message, data, startFailed ? false : showNotification);
   }
 }
 
@@ -41,6 +49,9 @@ export class CitelineServer implements vscode.Disposable {
   commandLine = '';
   private indexingTokens = new Set<string | number>();
   private restartTimer: NodeJS.Timeout | undefined;
+
+  /** Finds the server when the settings name none (install.ts), set before the first start. */
+  locate: ((cmd: ServerCommand) => Promise<ServerCommand | undefined>) | undefined;
 
   /** Middleware added to the client's (hover), set before the first start. */
   extraMiddleware: Middleware = {};
@@ -64,7 +75,7 @@ export class CitelineServer implements vscode.Disposable {
     if (hasDocumentsFolder()) {
       await this.start();
     } else {
-      this.output.appendLine('No workspace folder and no citeline.folders: the server starts on first use.');
+      this.output.appendLine('No folder with citeline.toml or .citeline/ and no citeline.folders: the server starts on first use ("Citeline: Index This Folder…" marks one).');
     }
   }
 
@@ -127,7 +138,23 @@ export class CitelineServer implements vscode.Disposable {
       this.client = undefined;
       await previous.dispose(2000).catch(() => undefined);
     }
-    const { cmd, problems, line } = serverCommand();
+    const resolved = serverCommand();
+    const { problems } = resolved;
+    let { cmd, line } = resolved;
+    if (this.locate) {
+      // No server named in the settings: find one, or offer to install it (one notification).
+      this.setState('starting');
+      const found = await this.locate(cmd);
+      if (!found) {
+        this.output.appendLine('[client] no Citeline server found: not started');
+        this.setState('failed');
+        return undefined;
+      }
+      if (found !== cmd) {
+        cmd = found;
+        line = formatCommand(found);
+      }
+    }
     const { settings, problems: settingProblems } = serverSettings();
     for (const p of [...problems, ...settingProblems]) {
       this.output.appendLine(`[client] warning: ${p}`);
@@ -181,7 +208,7 @@ export class CitelineServer implements vscode.Disposable {
       },
     };
 
-    const client = new LanguageClient('citeline', 'Citeline', serverOptions, clientOptions);
+    const client = new QuietClient('citeline', 'Citeline', serverOptions, clientOptions);
     this.client = client;
     this.status = undefined;
     this.progress = undefined;

@@ -156,7 +156,7 @@ export interface ServerCommand {
   command: string;
   args: string[];
   /** Where it came from, for logs and error messages. */
-  source: 'citeline.server.command' | 'citeline.server.python' | 'workspace .venv' | 'PATH';
+  source: 'citeline.server.command' | 'citeline.server.python' | 'workspace .venv' | 'PATH' | 'installed by the extension' | "the Python extension's interpreter";
 }
 
 export interface CommandContext {

@@ -1,4 +1,4 @@
-"""The command-line front end: index, search, ask, status, history, eval, serve, demo.
+"""The command-line front end: index, search, ask, status, history, eval, serve, doctor, demo.
 
 The only package allowed to print.  ``commands`` parses nothing: each command
 opens a folder's :class:`~citeline.service.workspace.Workspace` through the
@@ -18,6 +18,7 @@ from collections.abc import Callable, Sequence
 
 from citeline import __version__
 from citeline.cli import commands
+from citeline.platforms import unsupported_reason
 from citeline.service.errors import EXPECTED_ERRORS
 
 EXIT_ERROR = 2
@@ -185,6 +186,19 @@ def _parser() -> argparse.ArgumentParser:
     json_option(command)
     command.set_defaults(run=commands.run_eval)
 
+    command = sub.add_parser(
+        "doctor", help="check what Citeline needs (Python, llama.cpp, models, folders): fixes"
+    )
+    command.add_argument(
+        "--docs",
+        action="append",
+        default=[],
+        help="a documents folder to check (repeatable; default: the current folder if it"
+        " has citeline.toml or .citeline/)",
+    )
+    json_option(command)
+    command.set_defaults(run=commands.run_doctor)
+
     command = sub.add_parser("demo", help="index the bundled sample documents, search and ask them")
     docs_option(command, default=None)
     command.add_argument("question", nargs="?", default=None)
@@ -200,6 +214,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             stream.reconfigure(errors="backslashreplace")
     args = _parser().parse_args(argv)
     _configure_logging(args.verbose)
+    if (reason := unsupported_reason()) is not None:
+        print(f"citeline: error: {reason}", file=sys.stderr)
+        return EXIT_ERROR
     run: Callable[[argparse.Namespace], int] = args.run
     try:
         return run(args)

@@ -345,8 +345,33 @@ def run_serve(args: argparse.Namespace) -> int:
     )
 
 
+def run_doctor(args: argparse.Namespace) -> int:
+    """What works and what is missing, with the fix for each: exit 0 when all is well."""
+    from citeline import doctor
+
+    folders = [Path(d) for d in args.docs]
+    if not folders and any(Path(marker).exists() for marker in doctor.MARKERS):
+        folders = [Path.cwd()]
+    report = doctor.run(folders)
+    if args.json:
+        _print_json(report.to_json())
+        return 0 if report.ok else 1
+    for check in report.checks:
+        print(f"{check.level:8} {check.area:10} {check.summary}")
+        if check.fix:
+            print(f"{'':8} {'':10} fix: {check.fix}")
+    problems = sum(check.level == "problem" for check in report.checks)
+    print("\nall is well" if report.ok else f"\n{problems} problem(s): see the fixes above")
+    return 0 if report.ok else 1
+
+
 def _samples_dir() -> Path:
-    return Path(__file__).resolve().parents[3] / "samples"  # the repository's samples/
+    """The sample documents the demo indexes: in a checkout, the repository's
+    ``samples/`` (``citeline/samples`` links to it); from an installed wheel, a copy
+    of its package data in the cache, so the index is not written into site-packages."""
+    from citeline.demo import demo_documents
+
+    return demo_documents()
 
 
 def run_demo(args: argparse.Namespace) -> int:

