@@ -12,6 +12,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from answer_checks import QUOTED_LABEL, assert_extractive, flat
@@ -38,9 +39,32 @@ pytestmark = pytest.mark.skipif(
 QUESTION = "How many hours of sun do tomatoes need?"
 
 
+def top(question: str, answer: dict[str, Any], label: str | None) -> str:
+    """The *citeline* buffer's head: the question, the grade label the server sent
+    (verbatim), the label saying how the answer was made, a blank line."""
+    lines = [question, ""]
+    if answer.get("grade_label"):
+        lines.append(answer["grade_label"])
+    if label:
+        lines.append(label)
+    if len(lines) > 2:
+        lines.append("")
+    return "\n".join(lines) + "\n"
+
+
+def location(item: dict[str, Any]) -> str:
+    """Where a citation points, as the client names it."""
+    if item.get("page") is not None:
+        return f"{item['path']}, page {item['page']}"
+    if item["end_line"] == item["start_line"]:
+        return f"{item['path']}:{item['start_line']}"
+    return f"{item['path']}:{item['start_line']}-{item['end_line']}"
+
+
 def test_emacs_eglot_asks_and_follows_a_citation(tmp_path: Path) -> None:
     assert EMACS is not None
     docs = make_corpus(tmp_path / "docs")
+    (docs / "citeline.toml").write_text("# a documents folder\n", "utf-8")
     out = tmp_path / "result.json"
     env = dict(os.environ)
     env.update(
@@ -73,11 +97,11 @@ def test_emacs_eglot_asks_and_follows_a_citation(tmp_path: Path) -> None:
     assert cited["path"] == "garden.md"
     # The buffer: the question, the label, the answer with its markers, the sources.
     shown = result["shown"]
-    assert shown.startswith(f"{QUESTION}\n\n{QUOTED_LABEL}\n\n{answer['answer']}\n")
+    assert shown.startswith(top(QUESTION, answer, QUOTED_LABEL) + f"{answer['answer']}\n")
     assert sentence in flat(shown)
     assert "Sources:" in shown
     first = answer["citations"][0]
-    assert f"[1] {first['path']}:{first['start_line']}-{first['end_line']}" in shown
+    assert f"[1] {location(first)}" in shown
     # RET on the first [n] of the answer opened its citation; on the first source, the first.
     n = int(result["marker"].strip("[]"))
     marked = next(c for c in answer["citations"] if c["n"] == n)
@@ -103,7 +127,7 @@ def test_emacs_eglot_asks_and_follows_a_citation(tmp_path: Path) -> None:
             "showing the documents' own sentences"
         )
     assert result["generative_shown"].startswith(
-        f"{QUESTION}\n\n{label}\n\n{generative['answer']}\n"
+        top(QUESTION, generative, label) + f"{generative['answer']}\n"
     )
 
 
@@ -130,3 +154,217 @@ def test_emacs_shows_the_indexed_passage_when_the_local_copy_differs(tmp_path: P
     assert shown[0] == "garden.md:12-13"
     assert "differs from the indexed one" in shown[1]
     assert shown[3:] == ["Marigolds keep aphids away.", "Plant them early."]
+
+
+# The client as a user meets it: root rules beside the user's own eglot server, grade,
+# copy onto the kill ring, history, PDF at the page, reindex, index folder.
+
+CLIENT = REPO / "editor-clients" / "emacs"
+CLOSEST = "What colour are the flowers of the tomato plants?"
+PDF_QUERY = "how often should the bicycle chain be lubricated"
+RECORDER = '#!/bin/sh\nprintf "%s\\n" "$@" > "{log}"\n'
+WIRE = (REPO / "docs" / "lsp-extensions.md").read_text("utf-8")
+needs_index_folder = pytest.mark.skipif(
+    "citeline/indexFolder" not in WIRE, reason="the server has no citeline/indexFolder yet"
+)
+needs_grades = pytest.mark.skipif(
+    "grade_label" not in WIRE, reason="the server does not grade answers yet"
+)
+
+
+def expected_markdown(answer: dict[str, Any]) -> str:
+    """What `citeline-copy-answer' puts on the kill ring (the Neovim client's format)."""
+    lines = [f"**{answer['question']}**", ""]
+    if answer.get("grade_label") and answer.get("grade") != "answer":
+        lines += [f"_{answer['grade_label']}_", ""]
+    lines += answer["answer"].strip().split("\n")
+    if answer["citations"]:
+        lines += ["", "Sources:", ""]
+        for c in answer["citations"]:
+            base = c["uri"].split("#")[0]
+            link = (
+                f"{base}#page={c['page']}"
+                if c.get("page") is not None
+                else f"{base}#L{c['start_line']}"
+            )
+            section = f" — {c['section']}" if c.get("section") else ""
+            lines.append(f"- [{c['n']}] [{location(c)}]({link}){section}")
+    return "\n".join(lines)
+
+
+@pytest.fixture(scope="module")
+def session(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    assert EMACS is not None
+    base = tmp_path_factory.mktemp("emacs-client")
+    home = base / "home"
+    home.mkdir()
+    (home / "notes.md").write_text("# Notes\n\nA shopping list: eggs, flour, milk.\n", "utf-8")
+    docs = make_corpus(home / "docs")
+    (docs / "citeline.toml").write_text("# a documents folder\n", "utf-8")
+    other = home / "other"
+    other.mkdir()
+    (other / "lighthouse.md").write_text(
+        "# Lighthouse\n\nThe lighthouse keeper climbs 120 steps every evening.\n", "utf-8"
+    )
+    user_docs = base / "user-server"  # what the user's own server serves
+    user_docs.mkdir()
+    (user_docs / "todo.md").write_text("# Todo\n\nWater the plants.\n", "utf-8")
+    bin_dir = base / "bin"
+    bin_dir.mkdir()
+    viewer_log, opener_log = base / "viewer.log", base / "opener.log"
+    for name, log in (("zathura", viewer_log), ("xdg-open", opener_log)):
+        script = bin_dir / name
+        script.write_text(RECORDER.replace("{log}", str(log)), "utf-8")
+        script.chmod(0o755)
+    out = base / "result.json"
+    env = {
+        **os.environ,
+        "PATH": f"{bin_dir}{os.pathsep}/usr/bin{os.pathsep}/bin",
+        "HOME": str(base / "emacs-home"),
+        "CITELINE_TEST_OUT": str(out),
+        "CITELINE_TEST_HOME": str(home),
+        "CITELINE_TEST_DOCS": str(docs),
+        "CITELINE_TEST_OTHER": str(other),
+        "CITELINE_TEST_USER_DOCS": str(user_docs),
+        "CITELINE_TEST_QUESTION": QUESTION,
+        "CITELINE_TEST_CLOSEST": CLOSEST,
+        "CITELINE_TEST_PDF_QUERY": PDF_QUERY,
+        "CITELINE_TEST_VIEWER_LOG": str(viewer_log),
+        "CITELINE_TEST_OPENER_LOG": str(opener_log),
+        "CITELINE_TEST_TIMEOUT": str(int(READY_TIMEOUT)),
+        "CITELINE_PYTHON": sys.executable,
+        "CITELINE_EMACS_CLIENT": str(CLIENT),
+    }
+    script = REPO / "tests" / "e2e" / "emacs" / "client.el"
+    completed = subprocess.run(
+        [EMACS, "--batch", "-l", str(script)],
+        cwd=home,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=3 * READY_TIMEOUT,
+    )
+    assert out.exists(), completed.stderr[-4000:]
+    result: dict[str, Any] = json.loads(out.read_text())
+    assert "error" not in result, f"{result['error']}\n{completed.stderr[-4000:]}"
+    result["paths"] = {"home": str(home), "docs": str(docs), "other": str(other)}
+    return result
+
+
+def test_only_a_marked_folder_starts_citeline_beside_the_users_server(
+    session: dict[str, Any],
+) -> None:
+    paths = session["paths"]
+    assert session.get("plain_root") is None
+    assert session.get("plain_server") is None
+    assert session["docs_root"] == paths["docs"] + "/"
+    assert session["folders"] == [paths["docs"] + "/"]
+    assert len(session["status"]) == 1
+    assert session["status"][0].startswith(f"{paths['docs']}: ready, 4 files")
+    # The Markdown buffer stays the user's server's, before and after everything.
+    assert session["user_server_started"] in (True, "background")
+    assert session["buffer_server_live"] is True
+    assert session.get("buffer_server_is_citeline") is None
+    assert session["buffer_server_after_live"] is True
+    assert session.get("buffer_server_after_is_citeline") is None
+
+
+def test_copy_puts_the_answer_with_its_sources_on_the_kill_ring(session: dict[str, Any]) -> None:
+    answer = session["answer"]
+    sentence, cited = assert_extractive(answer, "six hours of direct sun")
+    expected = expected_markdown(answer)
+    assert session["kill"] == expected
+    assert session["copied"] == expected
+    assert sentence in flat(session["kill"])
+    assert f"]({cited['uri'].split('#')[0]}#L{cited['start_line']})" in session["kill"]
+
+
+@needs_grades
+def test_the_grade_label_is_shown_above_the_answer(session: dict[str, Any]) -> None:
+    answer, closest = session["answer"], session["closest"]
+    assert answer["grade"] == "answer" and answer["grade_label"] == "Answer"
+    assert session["shown"].startswith(top(QUESTION, answer, QUOTED_LABEL))
+    assert closest["grade"] in {"closest", "refused"}, closest
+    assert session["closest_shown"].startswith(f"{CLOSEST}\n\n{closest['grade_label']}\n")
+
+
+def test_a_pdf_citation_opens_at_its_page(session: dict[str, Any]) -> None:
+    hit = session["pdf_hit"]
+    assert hit["path"] == "bicycle.pdf" and hit["page"] == 2
+    pdf = str(Path(session["paths"]["docs"]) / "bicycle.pdf")
+    assert session["plan_doc_view"] == ["doc-view", pdf, 2]
+    assert session["plan_pdf_tools"] == ["pdf-tools", pdf, 2]
+    # A terminal Emacs shows no images: the first known viewer on PATH, at the page.
+    assert session["pdf_opened"] == ["command", ["zathura", "--page=2", pdf]]
+    assert session["viewer_argv"] == ["--page=2", pdf]
+    assert session["pdf_system"] == ["system", pdf, 2]
+    assert session["opener_argv"] == [pdf]
+    assert session.get("pdf_buffer") is None  # its bytes were never visited
+
+
+def test_history_lists_the_asks_and_reopens_one(session: dict[str, Any]) -> None:
+    assert session.get("history_error") is None, session.get("history_error")
+    entries = session["history"]["entries"]
+    assert [e["question"] for e in entries[:2]] == [CLOSEST, QUESTION]
+    assert QUESTION in session["history_shown"] and CLOSEST in session["history_shown"]
+    assert [e["question"] for e in session["history_filtered"]["entries"]] == [CLOSEST]
+    reopened = session["reopened"]
+    assert reopened["question"] == QUESTION
+    assert reopened["answer"] == session["answer"]["answer"]
+    assert reopened["stale"] is False
+    assert "Asked " in session["reopened_shown"]
+    assert reopened["answer"] in session["reopened_shown"]
+
+
+def test_reindex_reports_each_folder(session: dict[str, Any]) -> None:
+    folders = session["reindex"]["folders"]
+    assert [f["uri"] for f in folders] == [Path(session["paths"]["docs"]).as_uri()]
+    assert folders[0]["files"] == 4 and folders[0]["embedded"] == 0
+
+
+@needs_index_folder
+def test_index_folder_serves_an_unmarked_folder_and_marks_it(session: dict[str, Any]) -> None:
+    paths = session["paths"]
+    assert session.get("index_folder_error") is None, session.get("index_folder_error")
+    assert session["index_folder"]["uri"] == Path(paths["other"]).as_uri()
+    assert (Path(paths["other"]) / "citeline.toml").is_file()
+    assert any(
+        line.startswith(f"{paths['other']}: ready, 1 files") for line in session["status_after"]
+    )
+
+
+def test_the_package_byte_compiles_cleanly_and_uses_only_public_eglot_api(
+    tmp_path: Path,
+) -> None:
+    assert EMACS is not None
+    source = (CLIENT / "citeline.el").read_text("utf-8")
+    assert "eglot--" not in source
+    for header in (
+        "Version:",
+        "Package-Requires:",
+        "URL:",
+        "Keywords:",
+        "SPDX-License-Identifier:",
+    ):
+        assert f";; {header}" in source
+    assert (
+        ";;; Commentary:" in source and "(require 'cl-lib)" in source and "(require 'seq)" in source
+    )
+    # No org-mode registration, and nothing put in front of the user's servers.
+    assert "org-mode" not in source and "(add-to-list 'eglot-server-programs" not in source
+    copy = tmp_path / "citeline.el"
+    copy.write_text(source, "utf-8")
+    completed = subprocess.run(
+        [
+            EMACS,
+            "--batch",
+            "--eval",
+            "(progn (package-initialize) (setq byte-compile-error-on-warn t)"
+            f' (unless (byte-compile-file "{copy}") (kill-emacs 1)))',
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert completed.returncode == 0, completed.stderr
+    assert "Warning" not in completed.stderr, completed.stderr
