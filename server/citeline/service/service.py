@@ -12,7 +12,7 @@ import asyncio
 import logging
 import threading
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -23,13 +23,15 @@ from citeline.core.files import FileRefused, OutsideRoot, read_regular_file
 from citeline.core.ingest import IngestReport
 from citeline.service.errors import EXPECTED_ERRORS, ServiceError
 from citeline.service.events import Events
-from citeline.service.folders import Folder, Folders, ensure_open
+from citeline.service.folders import Folder, Folders, ensure_open, folder_key
 from citeline.service.history import FolderHistory, HistoryPage, RecordedAnswer, page
 from citeline.service.routing import FolderHit, best_folder, merge_hits
 from citeline.service.scheduler import IngestScheduler, close_workspace
+from citeline.service.selection import Unserved, mark, select
 from citeline.service.status import FolderStatus, ModelNames
 from citeline.service.workers import OnIndex, Workers
 from citeline.service.workspace import Backends, Workspace, answer
+from citeline.settings import SETTINGS_FILE
 
 log = logging.getLogger(__name__)
 
@@ -44,6 +46,7 @@ class Status:
 
     folders: list[FolderStatus]
     models: ModelNames  # the first folder's known model of each kind
+    unserved: list[Unserved] = field(default_factory=list)  # opened, not served: why
 
 
 class Service:
@@ -54,6 +57,14 @@ class Service:
             self.workers, events, lambda folder: ensure_open(folder, backends)
         )
         self.folders = Folders(self.workers, self.scheduler, events)
+        self.events = events
+        # Which folders to serve (service/selection.py): what the editor opened, what
+        # the user named (command line), the folders setting, and index_folder's.
+        self.opened_folders: list[Path] = []
+        self.named_folders: list[Path] = []
+        self.folders_setting: list[Path] | None = None
+        self.requested_folders: list[Path] = []
+        self.unserved: list[Unserved] = []
 
     # -- routing ----------------------------------------------------------------------
 
@@ -271,15 +282,66 @@ class Service:
         embedding = next((s.models.embedding for s in folders if s.models.embedding), None)
         generation = next((s.models.generation for s in folders if s.models.generation), None)
         reranking = next((s.models.reranking for s in folders if s.models.reranking), None)
-        return Status(folders, ModelNames(embedding, generation, reranking))
+        return Status(folders, ModelNames(embedding, generation, reranking), list(self.unserved))
+
+    # -- which folders ------------------------------------------------------------------
+
+    def choose(
+        self,
+        opened: Iterable[Path],
+        named: Iterable[Path] = (),
+        setting: Iterable[Path] | None = None,
+    ) -> None:
+        """Serve what the folder-selection rule picks (``service/selection.py``): the
+        ``opened`` folders that hold a marker, every ``named`` one, and the ``folders``
+        ``setting`` (when not None) instead of ``opened``; plus each folder
+        :meth:`index_folder` was asked for."""
+        self.opened_folders = list(opened)
+        self.named_folders = list(named)
+        self.folders_setting = None if setting is None else list(setting)
+        self._reselect()
+
+    def serve(self, roots: Iterable[Path]) -> None:
+        """Serve ``roots``, named by the user (and folders asked for by index_folder)."""
+        self.choose((), roots)
+
+    async def index_folder(self, path: Path) -> FolderStatus:
+        """Serve the folder at ``path`` because the user asked: a minimal ``citeline.toml``
+        is written into it first unless it holds a marker, so it is served next time
+        too.  Its status (indexing starts in the background)."""
+        root = path.expanduser().absolute()
+        if await _off_loop(lambda: mark(root)):
+            log.info("wrote %s", root / SETTINGS_FILE)
+        if all(folder_key(r) != folder_key(root) for r in self.requested_folders):
+            self.requested_folders.append(root)
+        self._reselect()
+        folder = self.folders.get(root)
+        if folder is None:  # pragma: no cover - select serves every requested folder
+            raise ServiceError(f"{root} could not be served")
+        return folder.status(self.backends.generation_name(folder.settings.generation))
+
+    def _reselect(self) -> None:
+        chosen = select(
+            self.opened_folders,
+            [*self.named_folders, *self.requested_folders],
+            self.folders_setting,
+        )
+        changed = chosen.unserved != self.unserved
+        self.unserved = chosen.unserved
+        self.folders.reconcile(chosen.served)
+        if changed:
+            self.events.status_changed(immediate=True)
 
     # -- what the editor reports ------------------------------------------------------
 
-    def serve(self, roots: Iterable[Path]) -> None:
-        """Serve exactly ``roots``."""
-        self.folders.reconcile(roots)
-
     def saved(self, path: Path) -> None:
+        """The editor saved ``path``; a ``citeline.toml`` saved into an opened folder
+        that was not served makes it served."""
+        if path.name == SETTINGS_FILE and any(
+            folder_key(u.root) == folder_key(path.parent) for u in self.unserved
+        ):
+            self._reselect()
+            return
         self.folders.saved(path)
 
     def settings_changed(self, editor_settings: dict[str, object]) -> None:
