@@ -36,6 +36,8 @@
 ;;   M-x citeline-reindex       bring the folders up to date now
 ;;   M-x citeline-index-folder  serve a folder without a marker (writes a
 ;;                              minimal citeline.toml into it)
+;;   M-x citeline-doctor        what works and what is missing, with the fix
+;;                              for each (`citeline doctor')
 ;;
 ;; A documents folder is one holding `citeline.toml' or a `.citeline/' folder
 ;; (`citeline-root-markers').  Visiting a file under one starts Citeline for it;
@@ -668,7 +670,13 @@ given); RET on one reopens it."
   "Show the state of the documents folders."
   (interactive)
   (let ((status (citeline--request :citeline/status citeline--empty-object)))
-    (message "%s" (mapconcat #'citeline--folder-line (plist-get status :folders) "\n"))
+    (message "%s" (mapconcat #'identity
+                             (append (mapcar #'citeline--folder-line (plist-get status :folders))
+                                     ;; Folders told about and not served (no marker), and why.
+                                     (mapcar (lambda (f) (format "%s: %s" (plist-get f :docs)
+                                                                 (plist-get f :reason)))
+                                             (plist-get status :unserved)))
+                             "\n"))
     status))
 
 ;;;###autoload
@@ -684,6 +692,48 @@ given); RET on one reopens it."
                                   (plist-get f :files) (plist-get f :chunks) (plist-get f :embedded)))
                         (plist-get result :folders) "\n"))
     result))
+
+(defun citeline--doctor-command (&optional docs)
+  "`citeline doctor --json' from `citeline-server-command' (the part before
+\"serve\"), for the documents folder DOCS."
+  (append (seq-take-while (lambda (part) (not (equal part "serve"))) citeline-server-command)
+          '("doctor")
+          (when docs (list "--docs" (directory-file-name (expand-file-name docs))))
+          '("--json")))
+
+;;;###autoload
+(defun citeline-doctor (&optional docs)
+  "Show what works and what is missing, with the fix for each (`citeline doctor').
+DOCS is the documents folder to check (default: this buffer's)."
+  (interactive)
+  (let* ((docs (or docs (citeline-root) (car citeline--folders)))
+         (command (citeline--doctor-command docs))
+         (code nil)
+         (output (with-temp-buffer
+                   (setq code (apply #'call-process (car command) nil (list t nil) nil (cdr command)))
+                   (buffer-string)))
+         (report (ignore-errors (json-parse-string output :object-type 'plist :array-type 'list))))
+    (with-current-buffer (get-buffer-create "*citeline doctor*")
+      (let ((inhibit-read-only t))
+        (erase-buffer)
+        (insert (propertize (string-join command " ") 'face 'bold) "\n\n")
+        (cond
+         ((null report)
+          (insert (format "No report (exit status %s): this Citeline may have no `doctor' command; upgrade it.\n%s"
+                          code output)))
+         (t
+          (dolist (check (plist-get report :checks))
+            (insert (format "%-8s %s: %s\n" (plist-get check :level) (plist-get check :area)
+                            (plist-get check :summary)))
+            (when (plist-get check :fix)
+              (insert (format "%-8s fix: %s\n" "" (plist-get check :fix)))))
+          (insert (if (eq (plist-get report :ok) t)
+                      "\nAll is well.\n"
+                    (format "\n%s problem(s): see the fixes above.\n" (plist-get report :problems))))))
+        (goto-char (point-min))
+        (special-mode))
+      (display-buffer (current-buffer))
+      report)))
 
 ;;;###autoload
 (defun citeline-index-folder (dir)

@@ -6,6 +6,7 @@ Needs `emacs` with eglot (scripts/install-editors.sh installs both).
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import shutil
@@ -320,6 +321,20 @@ def test_reindex_reports_each_folder(session: dict[str, Any]) -> None:
     folders = session["reindex"]["folders"]
     assert [f["uri"] for f in folders] == [Path(session["paths"]["docs"]).as_uri()]
     assert folders[0]["files"] == 4 and folders[0]["embedded"] == 0
+
+
+def test_citeline_doctor_reports_each_check_with_its_fix(session: dict[str, Any]) -> None:
+    docs = session["paths"]["docs"]
+    shown = session["doctor_shown"]
+    assert shown.startswith(f"{sys.executable} -m citeline.cli doctor --docs {docs} --json\n")
+    if importlib.util.find_spec("citeline.doctor") is not None:
+        checks = session["doctor"]["checks"]
+        assert {c["area"] for c in checks} >= {"python", "citeline", "models", "folder"}
+        for check in checks:
+            assert f"{check['level']:8} {check['area']}: {check['summary']}" in shown
+        assert f"folder: {docs}: marked by citeline.toml" in shown
+    else:
+        assert "this Citeline may have no `doctor' command" in shown
 
 
 @needs_index_folder

@@ -505,7 +505,13 @@ def test_checkhealth_reports_the_client_and_citeline_doctor(session: dict[str, A
     assert f"documents folder: {paths['docs']}" in health
     assert f"served: {paths['docs']}: ready" in health
     # citeline doctor ran with the same interpreter as the server, for this folder.
-    assert f"{sys.executable} -m citeline.cli doctor --docs {paths['docs']}" in health
+    assert f"{sys.executable} -m citeline.cli doctor --docs {paths['docs']} --json" in health
+    if importlib.util.find_spec("citeline.doctor") is not None:
+        # Its checks, each as a line of the report (wire agreement E).
+        assert re.search(r"OK:? python: Python 3\.\d+", health), health
+        assert f"folder: {paths['docs']}: marked by citeline.toml" in health
+    else:
+        assert "this Citeline has no `doctor` command" in health
 
 
 def test_no_deprecated_api_is_called_where_a_newer_one_exists(session: dict[str, Any]) -> None:

@@ -130,6 +130,11 @@
             (citeline-test-put :history_filtered (citeline-history closest)))
         (error (citeline-test-put :history_error (format "%S" history-error))))
 
+      ;; citeline doctor, from the documents buffer.
+      (with-current-buffer (get-file-buffer (expand-file-name "garden.md" docs))
+        (let ((report (citeline-doctor)))
+          (citeline-test-put :doctor (plist-put report :checks (vconcat (plist-get report :checks)))))
+        (citeline-test-put :doctor_shown (with-current-buffer "*citeline doctor*" (buffer-string))))
       ;; Reindex, and a folder without a marker served on request.
       (citeline-test-put :reindex (citeline-reindex))
       (condition-case index-error

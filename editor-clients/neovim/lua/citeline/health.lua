@@ -61,7 +61,9 @@ function M.check()
   local status = citeline.status
   if citeline.client_id and status and type(status.folders) == "table" then
     for _, line in ipairs(citeline.status_lines(status)) do
-      if line:find(": error,", 1, true) then
+      if line:find(": not served", 1, true) then
+        health.warn(line, { ":CiteIndexFolder serves it (and writes a minimal citeline.toml)" })
+      elseif line:find(": error,", 1, true) then
         health.error("served: " .. line)
       else
         health.ok("served: " .. line)
@@ -80,25 +82,39 @@ function M.check()
   end
   local docs = root or (status and type(status.folders) == "table" and status.folders[1] and status.folders[1].docs) or nil
   local cmd = M.doctor_command(config.cmd, docs)
+  table.insert(cmd, "--json")
+  local shown = table.concat(cmd, " ")
   local code, stdout, stderr = compat.run(cmd, 120000)
-  local report = lines_of(stdout)
-  if code == 2 and (stderr:find("invalid choice", 1, true) or stderr:find("doctor", 1, true)) then
-    health.warn(table.concat(cmd, " ") .. ": this Citeline has no `doctor` command ("
+  if code == 2 and stderr:find("invalid choice", 1, true) then
+    health.warn(shown .. ": this Citeline has no `doctor` command ("
       .. (lines_of(stderr)[#lines_of(stderr)] or "") .. ")",
       { "upgrade Citeline to a version with `citeline doctor`" })
     return
   end
-  if code == 0 then
-    health.ok(table.concat(cmd, " ") .. ": all is well")
+  local ok, report = pcall(vim.json and vim.json.decode or vim.fn.json_decode, stdout)
+  if not ok or type(report) ~= "table" or type(report.checks) ~= "table" then
+    health.error(string.format("%s exited with status %d and no report", shown, code))
+    for _, line in ipairs(vim.list_extend(lines_of(stdout), lines_of(stderr))) do
+      health.info(line)
+    end
+    return
+  end
+  if report.ok then
+    health.ok(shown .. ": all is well")
   else
-    health.error(string.format("%s exited with status %d: something is missing", table.concat(cmd, " "), code),
-      { "follow the fixes below" })
+    health.error(string.format("%s: %d problem(s)", shown, report.problems or 0), { "follow the fixes below" })
   end
-  for _, line in ipairs(report) do
-    health.info(line)
-  end
-  for _, line in ipairs(lines_of(stderr)) do
-    health.info(line)
+  -- Each check as doctor reports it: ok, a note (works, worth knowing) or a problem.
+  for _, check in ipairs(report.checks) do
+    local text = string.format("%s: %s", check.area, check.summary)
+    local advice = type(check.fix) == "string" and { check.fix } or nil
+    if check.level == "problem" then
+      health.error(text, advice)
+    elseif check.level == "note" then
+      health.warn(text, advice)
+    else
+      health.ok(text)
+    end
   end
 end
 

@@ -855,6 +855,10 @@ function M.status_lines(status)
     end
     table.insert(lines, line)
   end
+  -- Folders the server was told about and does not serve (no marker), and why.
+  for _, folder in ipairs((status and not is_null(status.unserved) and status.unserved) or {}) do
+    table.insert(lines, string.format("%s: %s", folder.docs or uri_path(folder.uri), folder.reason))
+  end
   if #lines == 0 then
     lines = { "no documents folder" }
   end
