@@ -36,6 +36,8 @@
 ;;   M-x citeline-reindex       bring the folders up to date now
 ;;   M-x citeline-index-folder  serve a folder without a marker (writes a
 ;;                              minimal citeline.toml into it)
+;;   M-x citeline-hover         the passages the sentence at point is about
+;;                              (also in eldoc: `citeline-hover-mode')
 ;;   M-x citeline-doctor        what works and what is missing, with the fix
 ;;                              for each (`citeline doctor')
 ;;
@@ -250,11 +252,17 @@ serving your buffers with the servers you chose.  Returns the server."
     (eglot-shutdown citeline--server))
   (setq citeline--server nil citeline--folders nil))
 
+(defcustom citeline-hover-in-documents t
+  "Non-nil: files under a documents folder get `citeline-hover-mode'."
+  :type 'boolean)
+
 (defun citeline--maybe-start ()
   "Start Citeline for this file's documents folder, when it has one."
   (when citeline-auto-start
     (when-let ((root (citeline-root)))
-      (citeline-start root))))
+      (citeline-start root)
+      (when citeline-hover-in-documents
+        (citeline-hover-mode 1)))))
 
 ;;;###autoload
 (defun citeline-setup ()
@@ -647,6 +655,55 @@ given); RET on one reopens it."
         (special-mode))
       (display-buffer (current-buffer)))
     result))
+
+;;;; Hover
+
+(defun citeline--position ()
+  "Point as an LSP position, in UTF-16 code units (what eglot negotiates)."
+  (list :line (1- (line-number-at-pos))
+        :character (/ (- (length (encode-coding-region (line-beginning-position) (point)
+                                                       'utf-16 t))
+                         2)
+                      2)))
+
+(defun citeline--hover-text (hover)
+  "The text of a `textDocument/hover' result HOVER, or nil."
+  (let ((contents (and (listp hover) (plist-get hover :contents))))
+    (cond ((stringp contents) contents)
+          ((and (listp contents) (stringp (plist-get contents :value))) (plist-get contents :value)))))
+
+(defun citeline--hover-params ()
+  (list :textDocument (list :uri (citeline--path-to-uri buffer-file-name))
+        :position (citeline--position)))
+
+;;;###autoload
+(defun citeline-hover ()
+  "Show the passages of the documents the sentence at point is about."
+  (interactive)
+  (unless buffer-file-name
+    (user-error "This buffer visits no file"))
+  (let ((text (citeline--hover-text (citeline--request :textDocument/hover (citeline--hover-params)))))
+    (if (called-interactively-p 'interactive)
+        (message "%s" (or text "Citeline: no passage about this"))
+      text)))
+
+(defun citeline--eldoc (callback &rest _)
+  "Eldoc: the passages the sentence at point is about, from Citeline."
+  (when (and buffer-file-name (citeline--live-p))
+    (jsonrpc-async-request citeline--server :textDocument/hover (citeline--hover-params)
+                           :success-fn (lambda (hover)
+                                         (when-let ((text (citeline--hover-text hover)))
+                                           (funcall callback text)))
+                           :error-fn #'ignore :timeout-fn #'ignore)
+    t))
+
+(define-minor-mode citeline-hover-mode
+  "Eldoc shows the passages of your documents the sentence at point is about.
+It adds to eldoc, beside whatever your own server shows."
+  :lighter nil
+  (if citeline-hover-mode
+      (add-hook 'eldoc-documentation-functions #'citeline--eldoc t t)
+    (remove-hook 'eldoc-documentation-functions #'citeline--eldoc t)))
 
 ;;;; Folders
 

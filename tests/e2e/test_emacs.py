@@ -323,6 +323,16 @@ def test_reindex_reports_each_folder(session: dict[str, Any]) -> None:
     assert folders[0]["files"] == 4 and folders[0]["embedded"] == 0
 
 
+def test_hover_shows_the_passages_the_sentence_at_point_is_about(session: dict[str, Any]) -> None:
+    assert session["hover_mode"] is True
+    docs = Path(session["paths"]["docs"])
+    # "Basil grows best planted next to tomatoes": the tomato passage, linked.
+    first = session["hover"].split("---")[0]
+    assert first.startswith("garden.md:5")  # plain text: eglot offers no Markdown hover
+    assert f"{(docs / 'garden.md').as_uri()}#L5" in first
+    assert session["eldoc"] == session["hover"]
+
+
 def test_citeline_doctor_reports_each_check_with_its_fix(session: dict[str, Any]) -> None:
     docs = session["paths"]["docs"]
     shown = session["doctor_shown"]

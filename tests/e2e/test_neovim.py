@@ -540,3 +540,76 @@ def test_only_the_compat_table_names_apis_that_have_newer_replacements() -> None
             if OLD_NAMES.search(code):
                 offenders.append(f"{path.relative_to(CLIENT)}:{number}: {line.strip()}")
     assert offenders == []
+
+
+HELP_SCRIPT = """
+local out = { failed = {}, opened = {} }
+for _, tag in ipairs(vim.fn.json_decode(vim.env.CITELINE_TEST_TAGS)) do
+  local ok, err = pcall(vim.cmd, "help " .. vim.fn.escape(tag, " "))
+  if ok then
+    out.opened[tag] = vim.fn.expand("%:t")
+  else
+    table.insert(out.failed, tag .. ": " .. tostring(err))
+  end
+end
+vim.fn.writefile({ vim.fn.json_encode(out) }, vim.env.CITELINE_TEST_OUT)
+vim.cmd("qall!")
+"""
+
+
+@pytest.mark.parametrize(
+    "nvim", NEOVIMS or [None], ids=lambda n: f"nvim-{_version(n)}" if n else "none"
+)
+def test_the_help_file_builds_and_every_link_in_it_resolves(
+    nvim: str | None, tmp_path: Path
+) -> None:
+    assert nvim is not None
+    doc = tmp_path / "plugin" / "doc"
+    doc.mkdir(parents=True)
+    text = (CLIENT / "doc" / "citeline.txt").read_text("utf-8")
+    (doc / "citeline.txt").write_text(text, "utf-8")
+    built = subprocess.run(
+        [nvim, "--headless", "--clean", "-n", "-c", f"helptags {doc}", "-c", "qall!"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert built.returncode == 0 and not re.search(r"\bE\d+:", built.stderr), built.stderr
+    defined = set(re.findall(r"\*([^*\s]+)\*", text))
+    assert {"citeline.txt", ":CiteAsk", ":CiteCopy", ":CiteHistory", ":CiteIndexFolder"} <= defined
+    tags = (doc / "tags").read_text("utf-8").splitlines()
+    assert {line.split("\t")[0] for line in tags} == defined
+    linked = sorted(set(re.findall(r"\|([^|\s]+)\|", text)))
+    script = tmp_path / "help.lua"
+    script.write_text(HELP_SCRIPT, "utf-8")
+    out = tmp_path / "out.json"
+    env = {
+        **os.environ,
+        "CITELINE_TEST_OUT": str(out),
+        "CITELINE_TEST_TAGS": json.dumps(["citeline", *linked]),
+    }
+    subprocess.run(
+        [
+            nvim,
+            "--headless",
+            "--clean",
+            "-n",
+            "--cmd",
+            f"set rtp^={doc.parent}",
+            "-c",
+            f"luafile {script}",
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    result = json.loads(out.read_text())
+    # vim.ui.open() is documented from 0.10 on; older Neovims have no help for it.
+    failed = [f for f in result["failed"] if not f.startswith("vim.ui.open()")]
+    assert failed == []
+    assert result["opened"]["citeline"] == "citeline.txt"
+    for tag in linked:
+        if tag in defined:
+            assert result["opened"][tag] == "citeline.txt"

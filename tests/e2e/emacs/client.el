@@ -130,6 +130,16 @@
             (citeline-test-put :history_filtered (citeline-history closest)))
         (error (citeline-test-put :history_error (format "%S" history-error))))
 
+      ;; Hover: the passages the sentence at point is about, as a command and in eldoc.
+      (with-current-buffer (get-file-buffer (expand-file-name "garden.md" docs))
+        (goto-char (point-min))
+        (search-forward "Basil grows best")
+        (citeline-test-put :hover_mode (and citeline-hover-mode t))
+        (citeline-test-put :hover (citeline-hover))
+        (let ((shown nil))
+          (citeline--eldoc (lambda (text &rest _) (setq shown text)))
+          (citeline-test-wait "eldoc" (lambda () shown))
+          (citeline-test-put :eldoc shown)))
       ;; citeline doctor, from the documents buffer.
       (with-current-buffer (get-file-buffer (expand-file-name "garden.md" docs))
         (let ((report (citeline-doctor)))
