@@ -444,36 +444,67 @@ MODEL names the generation model (`citeline/status' models.generation)."
 
 ;;;; Copy
 
+(defconst citeline--grade-labels
+  '(("answer" . "Answer")
+    ("closest" . "Closest passages — they may not answer the question")
+    ("refused" . "Not found in the documents"))
+  "The grade labels of a server that sends a grade without its label.")
+
 (defun citeline--citation-link (item)
-  "A link to ITEM: its file at the first cited line, or the PDF at its page."
+  "The link ITEM opens: file#L12, file#L12-L14, or the PDF at its page."
   (let ((base (replace-regexp-in-string "#.*\\'" "" (plist-get item :uri)))
         (page (plist-get item :page))
-        (start (plist-get item :start_line)))
+        (start (plist-get item :start_line))
+        (end (plist-get item :end_line)))
     (cond ((numberp page) (format "%s#page=%d" base page))
+          ((and (numberp start) (numberp end) (> end start)) (format "%s#L%d-L%d" base start end))
           ((numberp start) (format "%s#L%d" base start))
           (t base))))
 
+(defun citeline--source-line (prefix item)
+  (let ((section (citeline--string (plist-get item :section))))
+    (format "%s[%s](%s)%s%s" prefix
+            (replace-regexp-in-string "\\([][\\]\\)" "\\\\\\1" (citeline--location item))
+            (replace-regexp-in-string
+             "[ ()]" (lambda (c) (pcase c (" " "%20") ("(" "%28") (_ "%29")))
+             (citeline--citation-link item) t t)
+            (if section (concat " — " section) "")
+            (if (eq (plist-get item :changed) t) " (changed since)" ""))))
+
 (defun citeline-answer-markdown (answer)
-  "ANSWER as Markdown: the question, the grade when it is not a plain
-answer, the text with its [n] markers, the sources as file:line / page links."
-  (let ((grade (citeline-grade-label answer))
-        (citations (plist-get answer :citations)))
-    (concat
-     (format "**%s**\n\n" (or (plist-get answer :question) ""))
-     (if (and grade (not (equal (plist-get answer :grade) "answer")))
-         (format "_%s_\n\n" grade)
-       "")
-     (string-trim (or (plist-get answer :answer) ""))
-     (if (> (length citations) 0)
-         (concat "\n\nSources:\n\n"
-                 (mapconcat
-                  (lambda (item)
-                    (let ((section (citeline--string (plist-get item :section))))
-                      (format "- [%d] [%s](%s)%s" (plist-get item :n) (citeline--location item)
-                              (citeline--citation-link item)
-                              (if section (concat " — " section) ""))))
-                  citations "\n"))
-       ""))))
+  "ANSWER as Markdown, as every Citeline client copies it: the question, when it
+was asked (a history entry), the grade when it is not a plain answer, the text
+with its [n] markers, and the sources as file:line / page links (a refusal:
+the nearest passages)."
+  (let* ((grade (or (citeline-grade-label answer)
+                    (cdr (assoc (plist-get answer :grade) citeline--grade-labels))))
+         (time (citeline--string (plist-get answer :time)))
+         (out (list (concat "## " (string-trim (replace-regexp-in-string
+                                                 "[ \t\n\r]+" " " (or (plist-get answer :question) ""))))
+                    "")))
+    (when time
+      (setq out (append out (list (format "*From Citeline's history, asked %s%s.*" time
+                                          (if (eq (plist-get answer :stale) t)
+                                              "; its sources changed since" ""))
+                                  ""))))
+    (if (eq (plist-get answer :refused) t)
+        (let ((hits (seq-take (plist-get answer :hits) 3)))
+          (setq out (append out (list (replace-regexp-in-string
+                                       "\\.\\.\\*\\*\\'" ".**"
+                                       (format "**%s.**" (or grade "Not found in the documents")))
+                                      "")))
+          (when (> (length hits) 0)
+            (setq out (append out '("Nearest passages:" "")
+                              (seq-map (lambda (h) (citeline--source-line "- " h)) hits)))))
+      (when (and grade (not (equal (plist-get answer :grade) "answer")))
+        (setq out (append out (list (format "> **%s**" grade) ""))))
+      (setq out (append out (list (string-trim-right (or (plist-get answer :answer) "")) "")))
+      (let ((citations (plist-get answer :citations)))
+        (when (> (length citations) 0)
+          (setq out (append out '("Sources:" "")
+                            (seq-map (lambda (c) (citeline--source-line (format "- [%d] " (plist-get c :n)) c))
+                                     citations))))))
+    (concat (string-trim-right (string-join out "\n")) "\n")))
 
 ;;;###autoload
 (defun citeline-copy-answer ()

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from answer_checks import QUOTED_LABEL, assert_extractive, flat
+from answer_checks import QUOTED_LABEL, assert_extractive, copied_markdown, flat
 from lsp_harness import READY_TIMEOUT, REPO, make_corpus
 
 EMACS = shutil.which("emacs")
@@ -173,26 +173,6 @@ needs_grades = pytest.mark.skipif(
 )
 
 
-def expected_markdown(answer: dict[str, Any]) -> str:
-    """What `citeline-copy-answer' puts on the kill ring (the Neovim client's format)."""
-    lines = [f"**{answer['question']}**", ""]
-    if answer.get("grade_label") and answer.get("grade") != "answer":
-        lines += [f"_{answer['grade_label']}_", ""]
-    lines += answer["answer"].strip().split("\n")
-    if answer["citations"]:
-        lines += ["", "Sources:", ""]
-        for c in answer["citations"]:
-            base = c["uri"].split("#")[0]
-            link = (
-                f"{base}#page={c['page']}"
-                if c.get("page") is not None
-                else f"{base}#L{c['start_line']}"
-            )
-            section = f" — {c['section']}" if c.get("section") else ""
-            lines.append(f"- [{c['n']}] [{location(c)}]({link}){section}")
-    return "\n".join(lines)
-
-
 @pytest.fixture(scope="module")
 def session(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     assert EMACS is not None
@@ -273,11 +253,11 @@ def test_only_a_marked_folder_starts_citeline_beside_the_users_server(
 def test_copy_puts_the_answer_with_its_sources_on_the_kill_ring(session: dict[str, Any]) -> None:
     answer = session["answer"]
     sentence, cited = assert_extractive(answer, "six hours of direct sun")
-    expected = expected_markdown(answer)
+    expected = copied_markdown(answer)
     assert session["kill"] == expected
     assert session["copied"] == expected
     assert sentence in flat(session["kill"])
-    assert f"]({cited['uri'].split('#')[0]}#L{cited['start_line']})" in session["kill"]
+    assert f"]({cited['uri'].split('#')[0]}#L{cited['start_line']}" in session["kill"]
 
 
 @needs_grades
@@ -315,6 +295,8 @@ def test_history_lists_the_asks_and_reopens_one(session: dict[str, Any]) -> None
     assert reopened["stale"] is False
     assert "Asked " in session["reopened_shown"]
     assert reopened["answer"] in session["reopened_shown"]
+    assert session["copied_entry"] == copied_markdown(reopened)
+    assert f"*From Citeline's history, asked {reopened['time']}.*" in session["copied_entry"]
 
 
 def test_reindex_reports_each_folder(session: dict[str, Any]) -> None:
@@ -393,3 +375,80 @@ def test_the_package_byte_compiles_cleanly_and_uses_only_public_eglot_api(
     )
     assert completed.returncode == 0, completed.stderr
     assert "Warning" not in completed.stderr, completed.stderr
+
+
+GRADED = [
+    {
+        "question": "How do I make it ignore a folder?",
+        "answer": "Citeline skips hidden folders. [1]",
+        "mode": "extractive",
+        "grade": "closest",
+        "grade_label": "Closest passages — they may not answer the question",
+        "refused": False,
+        "citations": [
+            {
+                "n": 1,
+                "path": "notes [old].md",
+                "section": "Notes > Folders",
+                "page": None,
+                "start_line": 12,
+                "end_line": 14,
+                "uri": "file:///docs/notes%20%5Bold%5D.md",
+                "local_copy": "same",
+            }
+        ],
+    },
+    {
+        "question": "What is the capital of Peru?",
+        "answer": "The documents do not contain the answer to this question.",
+        "mode": None,
+        "grade": "refused",
+        "grade_label": "Not found in the documents",
+        "refused": True,
+        "citations": [],
+        "hits": [
+            {
+                "path": "manual.pdf",
+                "section": "Manual > Chain",
+                "page": 3,
+                "uri": "file:///docs/manual.pdf#page=3",
+            }
+        ],
+    },
+]
+
+
+def test_emacs_shows_and_copies_a_closest_and_a_refused_grade(tmp_path: Path) -> None:
+    assert EMACS is not None
+    data = tmp_path / "answers.json"
+    data.write_text(json.dumps(GRADED), "utf-8")
+    out = tmp_path / "out.json"
+    program = (
+        "(progn (package-initialize) (require 'json)"
+        f' (add-to-list (quote load-path) "{CLIENT}")'
+        " (require 'citeline)"
+        f' (let ((answers (with-temp-buffer (insert-file-contents "{data}")'
+        "       (json-parse-buffer :object-type 'plist :array-type 'array"
+        "                          :null-object nil :false-object :json-false)))"
+        "       (seen nil))"
+        "   (seq-doseq (answer answers)"
+        "     (citeline-show-answer answer)"
+        '     (push (list :shown (with-current-buffer "*citeline*" (buffer-string))'
+        "                 :copy (citeline-copy-answer) :kill (current-kill 0)) seen))"
+        f'   (with-temp-file "{out}" (insert (json-encode (vconcat (nreverse seen)))))))'
+    )
+    completed = subprocess.run(
+        [EMACS, "--batch", "--eval", program], capture_output=True, text=True, timeout=120
+    )
+    assert out.exists(), completed.stderr
+    closest, refused = json.loads(out.read_text())
+    label = GRADED[0]["grade_label"]
+    assert closest["shown"].startswith(f"{GRADED[0]['question']}\n\n{label}\n{QUOTED_LABEL}\n\n")
+    assert closest["copy"] == closest["kill"] == copied_markdown(GRADED[0])
+    assert f"> **{label}**" in closest["copy"]
+    assert r"[notes \[old\].md:12-14](file:///docs/notes%20%5Bold%5D.md#L12-L14)" in closest["copy"]
+    assert refused["shown"].startswith(f"{GRADED[1]['question']}\n\nNot found in the documents\n\n")
+    assert refused["copy"] == copied_markdown(GRADED[1])
+    assert (
+        "- [manual.pdf, page 3](file:///docs/manual.pdf#page=3) — Manual > Chain" in refused["copy"]
+    )

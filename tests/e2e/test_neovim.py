@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from answer_checks import QUOTED_LABEL, assert_extractive, flat
+from answer_checks import QUOTED_LABEL, assert_extractive, copied_markdown, flat
 from lsp_harness import READY_TIMEOUT, REPO, lines_of, make_corpus
 
 CLIENT = REPO / "editor-clients" / "neovim"
@@ -239,11 +239,13 @@ def test_neovim_shows_the_indexed_passage_when_the_local_copy_differs(tmp_path: 
 
 GRADE_SCRIPT = """
 local citeline = require("citeline")
-local answer = vim.fn.json_decode(vim.env.CITELINE_TEST_ANSWER)
-citeline.show_answer(answer.question, answer)
-local buffer = vim.api.nvim_buf_get_lines(citeline.answer_buffer(), 0, -1, false)
-vim.fn.writefile({ vim.fn.json_encode({ buffer = buffer, copy = citeline.copy("c") }) },
-  vim.env.CITELINE_TEST_OUT)
+local out = {}
+for _, answer in ipairs(vim.fn.json_decode(vim.env.CITELINE_TEST_ANSWERS)) do
+  citeline.show_answer(answer.question, answer)
+  local buffer = vim.api.nvim_buf_get_lines(citeline.answer_buffer(), 0, -1, false)
+  table.insert(out, { buffer = buffer, copy = citeline.copy("c") })
+end
+vim.fn.writefile({ vim.fn.json_encode(out) }, vim.env.CITELINE_TEST_OUT)
 vim.cmd("qall!")
 """
 
@@ -265,6 +267,18 @@ CLOSEST_ANSWER = {
 }
 
 
+REFUSED_ANSWER = {
+    "question": "What is the capital of Peru?",
+    "answer": "The documents do not contain the answer to this question.",
+    "mode": None,
+    "grade": "refused",
+    "grade_label": "Not found in the documents",
+    "refused": True,
+    "citations": [],
+    "hits": [{**CLOSEST_ANSWER["citations"][0], "path": "notes (draft).md", "n": None}],
+}
+
+
 @pytest.mark.parametrize(
     "nvim", NEOVIMS or [None], ids=lambda n: f"nvim-{_version(n)}" if n else "none"
 )
@@ -278,7 +292,7 @@ def test_neovim_shows_a_closest_grade_above_the_answer_and_in_the_copy(
     env = {
         **os.environ,
         "CITELINE_TEST_OUT": str(out),
-        "CITELINE_TEST_ANSWER": json.dumps(CLOSEST_ANSWER),
+        "CITELINE_TEST_ANSWERS": json.dumps([CLOSEST_ANSWER, REFUSED_ANSWER]),
     }
     subprocess.run(
         [
@@ -297,7 +311,7 @@ def test_neovim_shows_a_closest_grade_above_the_answer_and_in_the_copy(
         timeout=120,
         check=False,
     )
-    result = json.loads(out.read_text())
+    result, refused = json.loads(out.read_text())
     label = CLOSEST_ANSWER["grade_label"]
     assert result["buffer"][:5] == [
         f"# {CLOSEST_ANSWER['question']}",
@@ -306,8 +320,17 @@ def test_neovim_shows_a_closest_grade_above_the_answer_and_in_the_copy(
         f"_{QUOTED_LABEL}_",
         "",
     ]
-    assert result["copy"] == expected_markdown(CLOSEST_ANSWER)
-    assert f"_{label}_" in result["copy"].split("\n")
+    assert result["copy"] == copied_markdown(CLOSEST_ANSWER)
+    assert f"> **{label}**" in result["copy"].split("\n")
+    # A refusal: its label, and the nearest passages as links.
+    assert refused["buffer"][:4] == [
+        f"# {REFUSED_ANSWER['question']}",
+        "",
+        "**Not found in the documents**",
+        "",
+    ]
+    assert refused["copy"] == copied_markdown(REFUSED_ANSWER)
+    assert "Nearest passages:" in refused["copy"] and "Sources:" not in refused["copy"]
 
 
 # The client as a user meets it, on each Neovim: root rules, grade, copy, history, PDF,
@@ -316,29 +339,6 @@ def test_neovim_shows_a_closest_grade_above_the_answer_and_in_the_copy(
 CLOSEST = "What colour are the flowers of the tomato plants?"
 PDF_QUERY = "how often should the bicycle chain be lubricated"
 RECORDER = '#!/bin/sh\nprintf "%s\\n" "$@" > "{log}"\n'
-
-
-def expected_markdown(answer: dict[str, Any]) -> str:
-    """What the copy of an answer holds (docs: editor-clients/neovim/doc/citeline.txt)."""
-    lines = [f"**{answer['question']}**", ""]
-    if answer.get("grade_label") and answer.get("grade") != "answer":
-        lines += [f"_{answer['grade_label']}_", ""]
-    lines += answer["answer"].strip().split("\n")
-    if answer["citations"]:
-        lines += ["", "Sources:", ""]
-        for c in answer["citations"]:
-            base = c["uri"].split("#")[0]
-            if c.get("page") is not None:
-                where, link = f"{c['path']}, page {c['page']}", f"{base}#page={c['page']}"
-            else:
-                span = f"{c['start_line']}" + (
-                    f"-{c['end_line']}" if c["end_line"] != c["start_line"] else ""
-                )
-                where, link = f"{c['path']}:{span}", f"{base}#L{c['start_line']}"
-            lines.append(
-                f"- [{c['n']}] [{where}]({link})" + (f" — {c['section']}" * bool(c["section"]))
-            )
-    return "\n".join(lines)
 
 
 @pytest.fixture(
@@ -456,15 +456,15 @@ def test_the_grade_label_is_shown_above_the_answer(session: dict[str, Any]) -> N
 def test_copy_puts_the_answer_with_its_sources_in_a_register(session: dict[str, Any]) -> None:
     answer = session["answer"]
     sentence, cited = assert_extractive(answer, "six hours of direct sun")
-    expected = expected_markdown(answer)
-    assert session["register_a"] == expected + "\n"
+    expected = copied_markdown(answer)
+    assert session["register_a"] == expected
     assert session["register_a_type"] == "V"
-    assert session["register_default"] == expected + "\n"  # no clipboard provider here
+    assert session["register_default"] == expected  # no clipboard provider here
     assert session["copied"] == expected
     assert sentence in flat(session["register_a"])
     # The source link points at the lines that hold the sentence.
     link = f"{cited['uri'].split('#')[0]}#L{cited['start_line']}"
-    assert f"]({link})" in session["register_a"]
+    assert f"]({link}" in session["register_a"]
     assert sentence in flat(lines_of(cited["uri"], cited["range"]))
 
 
@@ -496,6 +496,9 @@ def test_history_lists_the_asks_and_reopens_one(session: dict[str, Any]) -> None
     assert reopened["stale"] is False
     assert any(line.startswith("_Asked ") for line in session["reopened_buffer"])
     assert reopened["answer"].split("\n")[0] in session["reopened_buffer"]
+    # A reopened answer copies with when it was asked.
+    assert session["copied_entry"] == copied_markdown(reopened)
+    assert f"*From Citeline's history, asked {reopened['time']}.*" in session["copied_entry"]
 
 
 def test_checkhealth_reports_the_client_and_citeline_doctor(session: dict[str, Any]) -> None:

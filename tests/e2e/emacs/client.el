@@ -126,6 +126,7 @@
               (search-forward question)
               (push-button (match-beginning 0)))
             (citeline-test-put :reopened citeline-shown-answer)
+            (citeline-test-put :copied_entry (citeline-copy-answer))
             (citeline-test-put :reopened_shown (with-current-buffer "*citeline*" (buffer-string)))
             (citeline-test-put :history_filtered (citeline-history closest)))
         (error (citeline-test-put :history_error (format "%S" history-error))))

@@ -170,6 +170,7 @@ local ok, err = pcall(function()
       wait("the reopened answer", function() return citeline.shown_answer() ~= before end)
       result.reopened = citeline.shown_answer()
       result.reopened_buffer = lines(citeline.answer_buffer())
+      result.copied_entry = citeline.copy("h")
     end
     local filtered
     citeline.history_command(env.CITELINE_TEST_CLOSEST, function(e, r) filtered = { err = e, result = r } end)

@@ -550,39 +550,84 @@ end
 
 -- Copy -------------------------------------------------------------------------
 
--- A link to a citation: the file at its first line, or the PDF at its page.
+-- The grade labels a server without `grade_label` would have sent (wire agreement A).
+local GRADE_LABELS = {
+  answer = "Answer",
+  closest = "Closest passages — they may not answer the question",
+  refused = "Not found in the documents",
+}
+
+-- The link a source opens: `file:///…/doc.md#L103-L107`, `…#L12` or `…/guide.pdf#page=3`.
 function M.citation_link(item)
-  if not is_null(item.page) then
-    return (item.uri:gsub("#.*$", "")) .. "#page=" .. item.page
-  end
   local base = (item.uri:gsub("#.*$", ""))
+  if not is_null(item.page) then
+    return base .. "#page=" .. item.page
+  end
   if not is_null(item.start_line) then
+    local last = is_null(item.end_line) and item.start_line or item.end_line
+    if last > item.start_line then
+      return string.format("%s#L%d-L%d", base, item.start_line, last)
+    end
     return base .. "#L" .. item.start_line
   end
   return base
 end
 
--- An answer as Markdown: the question, the grade when it is not a plain answer, the
--- text with its [n] markers, and the sources as file:line / page links.
+local function link_label(text)
+  return (text:gsub("([\\%[%]])", "\\%1"))
+end
+
+local function link_target(uri)
+  return (uri:gsub(" ", "%%20"):gsub("%(", "%%28"):gsub("%)", "%%29"))
+end
+
+local function source_line(prefix, item)
+  local section = (not is_null(item.section) and item.section ~= "") and (" — " .. item.section) or ""
+  local changed = item.changed == true and " (changed since)" or ""
+  return string.format("%s[%s](%s)%s%s", prefix, link_label(M.location(item)),
+    link_target(M.citation_link(item)), section, changed)
+end
+
+-- An answer as Markdown, as every Citeline client copies it: the question, when it
+-- was asked (a history entry), the grade when it is not a plain answer, the text with
+-- its [n] markers, and the sources as file:line / page links (a refusal: the nearest
+-- passages).
 function M.answer_markdown(answer)
-  local lines = { "**" .. (answer.question or "") .. "**", "" }
-  local grade = M.grade_label(answer)
-  if grade and answer.grade ~= "answer" then
-    vim.list_extend(lines, { "_" .. grade .. "_", "" })
+  local question = vim.trim(((answer.question or ""):gsub("%s+", " ")))
+  local out = { "## " .. question, "" }
+  local grade = M.grade_label(answer) or (type(answer.grade) == "string" and GRADE_LABELS[answer.grade]) or nil
+  if not is_null(answer.time) then
+    local stale = answer.stale == true and "; its sources changed since" or ""
+    vim.list_extend(out, { string.format("*From Citeline's history, asked %s%s.*", answer.time, stale), "" })
   end
-  vim.list_extend(lines, vim.split(vim.trim(answer.answer or ""), "\n", { plain = true }))
-  local citations = answer.citations or {}
-  if #citations > 0 then
-    vim.list_extend(lines, { "", "Sources:", "" })
-    for _, item in ipairs(citations) do
-      local line = string.format("- [%d] [%s](%s)", item.n, M.location(item), M.citation_link(item))
-      if not is_null(item.section) and item.section ~= "" then
-        line = line .. " — " .. item.section
+  if answer.refused == true then
+    table.insert(out, ((string.format("**%s.**", grade or GRADE_LABELS.refused)):gsub("%.%.%*%*$", ".**")))
+    table.insert(out, "")
+    local hits = answer.hits or {}
+    if #hits > 0 then
+      vim.list_extend(out, { "Nearest passages:", "" })
+      for i = 1, math.min(3, #hits) do
+        table.insert(out, source_line("- ", hits[i]))
       end
-      table.insert(lines, line)
+    end
+  else
+    if grade and answer.grade ~= "answer" then
+      vim.list_extend(out, { "> **" .. grade .. "**", "" })
+    end
+    vim.list_extend(out, vim.split((answer.answer or ""):gsub("%s+$", ""), "\n", { plain = true }))
+    table.insert(out, "")
+    local citations = answer.citations or {}
+    if #citations > 0 then
+      vim.list_extend(out, { "Sources:", "" })
+      for _, item in ipairs(citations) do
+        table.insert(out, source_line(string.format("- [%d] ", item.n), item))
+      end
     end
   end
-  return lines
+  while #out > 0 and out[#out] == "" do
+    table.remove(out)
+  end
+  return out
 end
 
 -- UI -------------------------------------------------------------------------
@@ -747,7 +792,7 @@ function M.copy(register)
     or (vim.fn.has("clipboard") == 1 and "+" or '"')
   vim.fn.setreg(reg, lines, "l")
   notify(string.format("copied the answer with %d sources to register %s", #(answer.citations or {}), reg))
-  return table.concat(lines, "\n")
+  return table.concat(lines, "\n") .. "\n"
 end
 
 function M.search_command(query)
