@@ -452,3 +452,47 @@ def test_emacs_shows_and_copies_a_closest_and_a_refused_grade(tmp_path: Path) ->
     assert (
         "- [manual.pdf, page 3](file:///docs/manual.pdf#page=3) — Manual > Chain" in refused["copy"]
     )
+
+
+@needs_index_folder
+def test_index_folder_with_no_server_running_starts_one(tmp_path: Path) -> None:
+    assert EMACS is not None
+    folder = tmp_path / "papers"
+    folder.mkdir()
+    (folder / "paper.md").write_text("# Paper\n\nThe experiment ran for nine days.\n", "utf-8")
+    out = tmp_path / "out.json"
+    program = (
+        "(progn (package-initialize) (require 'json)"
+        f' (add-to-list (quote load-path) "{CLIENT}")'
+        " (require 'citeline)"
+        f' (setq citeline-server-command (list "{sys.executable}" "-m" "citeline.cli" "serve"))'
+        " (let ((before (and citeline--server t))"
+        f'       (folder (citeline-index-folder "{folder}"))'
+        f"       (deadline (+ (float-time) {int(READY_TIMEOUT)})))"
+        "   (while (and (< (float-time) deadline)"
+        "               (not (equal (plist-get (aref (or (plist-get citeline-last-status"
+        "                                                          :folders)"
+        "                                               [nil]) 0)"
+        '                                      :state) "ready")))'
+        "     (accept-process-output nil 0.05))"
+        f'   (with-temp-file "{out}"'
+        "     (insert (json-encode (list :before before :folder folder"
+        "                                :status (vconcat (mapcar"
+        "                                                  (function citeline--folder-line)"
+        "                                                  (plist-get citeline-last-status"
+        "                                                             :folders)))))))"
+        "   (citeline-stop)))"
+    )
+    completed = subprocess.run(
+        [EMACS, "--batch", "--eval", program],
+        env={**os.environ, "HOME": str(tmp_path / "home")},
+        capture_output=True,
+        text=True,
+        timeout=3 * READY_TIMEOUT,
+    )
+    assert out.exists(), completed.stderr[-4000:]
+    result = json.loads(out.read_text())
+    assert result["before"] is None
+    assert result["folder"]["uri"] == folder.as_uri()
+    assert result["status"] == [f"{folder}: ready, 1 files, 1 chunks, 0 pending"]
+    assert (folder / "citeline.toml").is_file()

@@ -616,3 +616,67 @@ def test_the_help_file_builds_and_every_link_in_it_resolves(
     for tag in linked:
         if tag in defined:
             assert result["opened"][tag] == "citeline.txt"
+
+
+INDEX_SCRIPT = """
+local citeline = require("citeline").setup({
+  cmd = { vim.env.CITELINE_PYTHON, "-m", "citeline.cli", "serve" },
+})
+local out = { before = citeline.client_id or vim.NIL }
+vim.cmd("CiteIndexFolder")
+local ready = vim.wait(tonumber(vim.env.CITELINE_TEST_TIMEOUT_MS), function()
+  return citeline.is_ready()
+end, 50)
+out.ready = ready
+out.status = citeline.status_lines(citeline.status)
+citeline.stop()
+vim.wait(10000, function() return citeline.client_id == nil end, 50)
+vim.fn.writefile({ vim.fn.json_encode(out) }, vim.env.CITELINE_TEST_OUT)
+vim.cmd("qall!")
+"""
+
+
+@needs_index_folder
+@pytest.mark.parametrize(
+    "nvim", NEOVIMS or [None], ids=lambda n: f"nvim-{_version(n)}" if n else "none"
+)
+def test_index_folder_with_no_server_running_starts_one_for_the_current_directory(
+    nvim: str | None, tmp_path: Path
+) -> None:
+    assert nvim is not None
+    folder = tmp_path / "papers"
+    folder.mkdir()
+    (folder / "paper.md").write_text("# Paper\n\nThe experiment ran for nine days.\n", "utf-8")
+    script = tmp_path / "index.lua"
+    script.write_text(INDEX_SCRIPT, "utf-8")
+    out = tmp_path / "out.json"
+    env = {
+        **os.environ,
+        "CITELINE_TEST_OUT": str(out),
+        "CITELINE_PYTHON": sys.executable,
+        "CITELINE_TEST_TIMEOUT_MS": str(int(READY_TIMEOUT * 1000)),
+        "XDG_STATE_HOME": str(tmp_path / "state"),
+    }
+    subprocess.run(
+        [
+            nvim,
+            "--headless",
+            "--clean",
+            "-n",
+            "--cmd",
+            f"set rtp^={CLIENT}",
+            "-c",
+            f"luafile {script}",
+        ],
+        cwd=folder,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=3 * READY_TIMEOUT,
+        check=False,
+    )
+    result = json.loads(out.read_text())
+    assert result["before"] is None  # nothing started before the command
+    assert result["ready"] is True
+    assert result["status"] == [f"{folder}: ready, 1 files, 1 chunks, 0 pending, 0 errors"]
+    assert (folder / "citeline.toml").is_file()

@@ -195,10 +195,14 @@ function M.lsp_config()
     on_init = function(c)
       M.client_id = c.id
       initialized[c.id] = true
-      for _, fn in ipairs(pending[c.id] or {}) do
-        fn()
-      end
+      local waiting = pending[c.id] or {}
       pending[c.id] = nil
+      -- After on_init returns: Neovim registers the client (get_client_by_id) then.
+      vim.schedule(function()
+        for _, fn in ipairs(waiting) do
+          fn()
+        end
+      end)
     end,
     on_attach = function(c, bufnr)
       M.client_id = c.id
