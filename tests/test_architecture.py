@@ -4,8 +4,8 @@ client's purity test).
 - ``citeline.core`` is pure Python and numpy: no LSP, no llama.cpp, no FAISS, no
   SQLite, no file watching, and nothing of Citeline outside the core;
 - only the composition root (``citeline.app``) names a concrete backend;
-- the service knows nothing of LSP, the LSP layer nothing of the core (it goes
-  through the service); only the CLI prints (ruff T201);
+- the service knows nothing of LSP or MCP, the LSP layer and the MCP server nothing
+  of the core (they go through the service); only the CLI prints (ruff T201);
 - tests mirror modules: each product module has a test module of its own.
 """
 
@@ -72,6 +72,7 @@ def test_the_core_is_pure_python_and_numpy() -> None:
         "citeline.cli",
         "citeline.evaluation",
         "citeline.lsp",
+        "citeline.mcp",
         "citeline.models",
         "citeline.service",
         "citeline.settings",
@@ -98,13 +99,19 @@ def test_only_the_composition_root_names_a_concrete_backend() -> None:
 
 
 def test_the_service_knows_no_lsp_and_the_lsp_layer_no_core() -> None:
-    assert (
-        offending("citeline.service", ("pygls", "lsprotocol", "citeline.lsp", "citeline.cli")) == []
-    )
+    front_ends = ("pygls", "lsprotocol", "mcp", "citeline.lsp", "citeline.mcp", "citeline.cli")
+    assert offending("citeline.service", front_ends) == []
     # handlers translate: retrieval, ingest, indexes and answering are the service's
-    assert offending("citeline.lsp", ("citeline.core", "citeline.backends")) == []
+    assert offending("citeline.lsp", ("citeline.core", "citeline.backends", "citeline.mcp")) == []
+    # the MCP server too, beside the LSP layer and knowing nothing of it
+    assert offending("citeline.mcp", ("citeline.core", "citeline.backends", "citeline.lsp")) == []
     # the command line parses and prints; the service does the rest
     assert offending("citeline.cli", ("citeline.core", "citeline.backends")) == []
+    # only the MCP front end uses the MCP SDK
+    users = {
+        name for name, path in modules() if any(i.split(".")[0] == "mcp" for i in imports(path))
+    }
+    assert users == {"citeline.mcp.server"}
 
 
 # Modules whose tests live elsewhere, and why.

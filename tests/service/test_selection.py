@@ -94,6 +94,9 @@ def test_mark_refuses_what_it_cannot_write(folders: dict[str, Path], tmp_path: P
         mark(tmp_path / "missing")
     with pytest.raises(ServiceError, match="does not exist"):
         mark(folders["toml"] / "citeline.toml")  # a file, not a folder
+    with pytest.raises(ServiceError, match="a file system's root"):
+        mark(Path("/"))
+    assert not Path("/citeline.toml").exists()
     linked = tmp_path / "linked"
     linked.mkdir()
     (linked / "citeline.toml").symlink_to(tmp_path / "elsewhere.toml")  # dangling

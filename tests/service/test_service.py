@@ -220,6 +220,26 @@ async def test_without_folders_requests_say_so() -> None:
         service.stop(5)
 
 
+async def test_an_opened_folder_without_a_marker_is_not_served_and_says_why(
+    tmp_path: Path,
+) -> None:
+    plain = write_files(tmp_path / "plain", KITCHEN)
+    events = RecordingEvents()
+    service = Service(ModelPool(), events)
+    try:
+        service.choose([plain])
+        assert list(service.folders) == [] and events.changes == 1
+        (unserved,) = service.status().unserved
+        assert unserved.root == plain and "citeline.toml" in unserved.reason
+        with pytest.raises(ServiceError, match=r"no documents folder is served \(.*plain: no"):
+            await service.ask("x", None)
+        assert sorted(p.name for p in plain.iterdir()) == ["kitchen.md"]
+        service.choose([plain], setting=[])  # an empty setting replaces the opened folders
+        assert "citeline.folders setting" in service.status().unserved[0].reason
+    finally:
+        service.stop(5)
+
+
 async def test_history_of_every_served_folder(service: Service, tmp_path: Path) -> None:
     await service.ask("How often is the coffee machine descaled?", tmp_path / "kitchen")
     await service.ask("How much sun do tomatoes need?", tmp_path / "garden")

@@ -40,6 +40,10 @@ KNOWN = [
     "$/setTrace",
     "initialize",
     "citeline/ask",
+    "citeline/history",
+    "citeline/historyEntry",
+    "citeline/historyDelete",
+    "citeline/indexFolder",
 ]
 COMMANDS = ["citeline.ask", "citeline.search", "citeline.status", "citeline.openCitation", "x"]
 URIS = [

@@ -138,6 +138,21 @@ def _parser() -> argparse.ArgumentParser:
     command.set_defaults(run=commands.run_serve)
 
     command = sub.add_parser(
+        "mcp",
+        help="run the MCP server over stdio (search, ask and status tools for coding agents)",
+    )
+    command.add_argument(
+        "--docs",
+        action="append",
+        default=[],
+        help="documents folder (repeatable; default: the current folder when it holds"
+        " citeline.toml or .citeline/)",
+    )
+    command.add_argument("--log-file", help="also write the log to this file")
+    store_options(command)
+    command.set_defaults(run=commands.run_mcp)
+
+    command = sub.add_parser(
         "eval", help="measure retrieval quality on a benchmark or your questions"
     )
     command.add_argument("kind", choices=["beir", "squad", "questions"])

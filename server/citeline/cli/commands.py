@@ -316,6 +316,18 @@ def run_eval(args: argparse.Namespace) -> int:
     return 0
 
 
+def run_mcp(args: argparse.Namespace) -> int:
+    from citeline.mcp.server import serve
+
+    docs = [Path(d).expanduser().absolute() for d in args.docs]
+    for folder in docs:
+        if not folder.is_dir():
+            raise ServiceError(f"documents folder {folder} does not exist")
+    return serve(
+        docs=docs, log_file=args.log_file, verbose=args.verbose, settings=store_overrides(args)
+    )
+
+
 def run_serve(args: argparse.Namespace) -> int:
     from citeline.lsp.server import serve
 

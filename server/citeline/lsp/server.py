@@ -12,12 +12,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
-import sys
-import typing
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any
 
 import cattrs
 from lsprotocol import converters, types
@@ -48,6 +45,7 @@ from citeline.service.events import Progress
 from citeline.service.folders import Folder
 from citeline.service.service import Service
 from citeline.service.workspace import Backends
+from citeline.stdio import protocol_streams
 
 log = logging.getLogger(__name__)
 
@@ -174,15 +172,6 @@ def build_server(docs: Iterable[Path] = (), backends: Backends | None = None) ->
     return ls
 
 
-def _protocol_streams() -> tuple[BinaryIO, BinaryIO]:
-    """The client's stdin/stdout for JSON-RPC; fd 1 and sys.stdout then point at stderr."""
-    sys.stdout.flush()
-    protocol_out = typing.cast(BinaryIO, os.fdopen(os.dup(1), "wb"))
-    os.dup2(2, 1)
-    sys.stdout = sys.stderr
-    return sys.stdin.buffer, protocol_out
-
-
 def default_token_file() -> Path:
     """Where the TCP token goes unless ``--token-file`` says ({port}: the port)."""
     return tcp_server.token_folder(cache.cache_dir()) / "tcp-{port}.token"
@@ -204,7 +193,7 @@ def serve(
     except ValueError as exc:
         log.error("%s", exc)
         return 2
-    streams = None if address else _protocol_streams()
+    streams = None if address else protocol_streams()
     ls = build_server(docs)
     ls.service.folders.command_line = dict(settings or {})
     log.info(

@@ -25,10 +25,10 @@ from citeline.settings import SETTINGS_FILE
 
 INDEX_MARKER = ".citeline"
 NO_MARKER = (
-    f"not served: no {SETTINGS_FILE} or {INDEX_MARKER}/ folder in it"
-    " (index it with “Citeline: Index This Folder”, or list it in the citeline.folders setting)"
+    f"no {SETTINGS_FILE} or {INDEX_MARKER}/ folder in it: add one (“Citeline: Index This"
+    " Folder” writes it) or name the folder (the citeline.folders setting, --docs)"
 )
-NOT_IN_SETTING = "not served: the citeline.folders setting lists the folders to serve"
+NOT_IN_SETTING = "the citeline.folders setting lists the folders to serve"
 
 MINIMAL_SETTINGS = f"""\
 # Citeline serves this folder because this file is here ({SETTINGS_FILE}).
@@ -104,6 +104,8 @@ def mark(root: Path) -> bool:
     written, is a one-line :class:`ServiceError`; an existing file is never replaced."""
     if not root.is_dir():
         raise ServiceError(f"documents folder {root} does not exist")
+    if root.resolve().parent == root.resolve():
+        raise ServiceError(f"{root} is a file system's root: choose the folder of your documents")
     if marked(root):
         return False
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC

@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, TypeVar
@@ -37,7 +37,10 @@ log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
-NO_FOLDERS = "no documents folder: open a folder, set citeline.folders or start with --docs"
+NO_FOLDERS = (
+    "no documents folder: open one that holds citeline.toml or .citeline/ (or index it with"
+    " “Citeline: Index This Folder”), set citeline.folders, or start with --docs"
+)
 
 
 @dataclass(frozen=True)
@@ -81,6 +84,9 @@ class Service:
         named = self.named(path)
         folders = [named] if named is not None else list(self.folders)
         if not folders:
+            if self.unserved:  # say why the folder at hand is not served
+                first = self.unserved[0]
+                raise ServiceError(f"no documents folder is served ({first.root}: {first.reason})")
             raise ServiceError(NO_FOLDERS)
         return folders
 
@@ -106,6 +112,31 @@ class Service:
         if chosen is None:
             raise ServiceError("no documents folder can be searched now")
         return chosen
+
+    async def indexed(
+        self,
+        path: Path | None,
+        timeout: float,
+        waiting: Callable[[list[Folder]], Awaitable[None]] | None = None,
+        every: float = 2.0,
+    ) -> list[Folder]:
+        """Wait until the folder at ``path`` (None: every folder) is no longer indexing,
+        at most ``timeout`` seconds; the folders still indexing then (for a front end
+        whose callers expect a complete index, not one being built).  ``waiting`` is
+        told which folders it waits for at once, then every ``every`` seconds."""
+        folders = self._targets(path)
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        told = None
+        while True:
+            busy = [f for f in folders if f.state == "indexing" and not f.closed]
+            now = loop.time()
+            if not busy or now >= deadline:
+                return busy
+            if waiting is not None and (told is None or now - told >= every):
+                told = now
+                await waiting(busy)
+            await asyncio.sleep(0.1)
 
     # -- requests ---------------------------------------------------------------------
 
