@@ -72,3 +72,60 @@ def assert_extractive(answer: dict[str, Any], quoting: str = "") -> tuple[str, d
     assert isinstance(answer["confidence"], float) and 0.0 <= answer["confidence"] <= 1.0
     assert all(c["cited"] for c in answer["citations"])
     return quoted_sentence(answer, quoting)
+
+
+def _place(c: dict[str, Any]) -> str:
+    if c.get("page") is not None:
+        return f"{c['path']}, page {c['page']}"
+    if c.get("start_line") is not None:
+        end = c.get("end_line") or c["start_line"]
+        return f"{c['path']}:{c['start_line']}" + (f"-{end}" if end > c["start_line"] else "")
+    return str(c["path"])
+
+
+def _link(c: dict[str, Any]) -> str:
+    base = c["uri"].split("#")[0]
+    if c.get("page") is not None:
+        return f"{base}#page={c['page']}"
+    if c.get("start_line") is not None:
+        end = c.get("end_line") or c["start_line"]
+        return f"{base}#L{c['start_line']}" + (f"-L{end}" if end > c["start_line"] else "")
+    return base
+
+
+def _source(prefix: str, c: dict[str, Any]) -> str:
+    label = re.sub(r"([\\\[\]])", r"\\\1", _place(c))
+    target = _link(c).replace(" ", "%20").replace("(", "%28").replace(")", "%29")
+    section = f" — {c['section']}" if c.get("section") else ""
+    return f"{prefix}[{label}]({target}){section}" + (" (changed since)" * bool(c.get("changed")))
+
+
+GRADE_LABELS = {
+    "answer": "Answer",
+    "closest": "Closest passages — they may not answer the question",
+    "refused": "Not found in the documents",
+}
+
+
+def copied_markdown(answer: dict[str, Any]) -> str:
+    """The Markdown every client's "copy answer" makes of an answer (the VS Code
+    panel's, `:CiteCopy` in Neovim, `citeline-copy-answer` in Emacs): the question,
+    when it was asked (a history entry), the grade when it is not a plain answer, the
+    text with its ``[n]`` markers, the sources as file:line / page links."""
+    out = [f"## {' '.join(answer['question'].split())}", ""]
+    grade = answer.get("grade_label") or GRADE_LABELS.get(answer.get("grade") or "")
+    if answer.get("time"):
+        stale = "; its sources changed since" if answer.get("stale") else ""
+        out += [f"*From Citeline's history, asked {answer['time']}{stale}.*", ""]
+    if answer.get("refused"):
+        out += [f"**{grade or GRADE_LABELS['refused']}.**".replace("..**", ".**"), ""]
+        hits = answer.get("hits") or []
+        if hits:
+            out += ["Nearest passages:", "", *(_source("- ", h) for h in hits[:3])]
+    else:
+        if grade and answer.get("grade") != "answer":
+            out += [f"> **{grade}**", ""]
+        out += [answer["answer"].rstrip(), ""]
+        if answer["citations"]:
+            out += ["Sources:", "", *(_source(f"- [{c['n']}] ", c) for c in answer["citations"])]
+    return "\n".join(out).rstrip() + "\n"

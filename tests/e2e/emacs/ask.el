@@ -28,9 +28,8 @@
 (condition-case err
     (let ((docs (file-name-as-directory (getenv "CITELINE_TEST_DOCS")))
           (deadline (+ (float-time) (string-to-number (getenv "CITELINE_TEST_TIMEOUT")))))
+      ;; docs holds citeline.toml: visiting a file in it starts Citeline.
       (find-file (expand-file-name "garden.md" docs))
-      (text-mode)
-      (eglot '(text-mode) (cons 'transient docs) 'citeline-server citeline-server-command "text")
       (while (and (< (float-time) deadline) (not (citeline-test-ready-p)))
         (accept-process-output nil 0.05))
       (unless (citeline-test-ready-p)

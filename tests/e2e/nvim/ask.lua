@@ -97,7 +97,8 @@ local ok, err = pcall(function()
   -- A written answer streams into the buffer, then settles to the final text.
   local lsp = vim.lsp.get_client_by_id(citeline.client_id)
   local settings = { answer = { maxAnswerTokens = 48, timeoutSeconds = 600, mode = "generative" } }
-  lsp.notify("workspace/didChangeConfiguration", { settings = { citeline = settings } })
+  require("citeline.compat").client_call(lsp, "notify", "workspace/didChangeConfiguration",
+    { settings = { citeline = settings } })
   vim.cmd("CiteAsk " .. env.CITELINE_TEST_QUESTION)
   -- What the buffer showed while the answer was being written.
   local seen, last = {}, nil
