@@ -7,6 +7,7 @@ import * as vscode from 'vscode';
 import { settle, type AnswerEntry } from './answerRender';
 import { AnswerPanel } from './answerPanel';
 import { historySize } from './config';
+import { copyAnswer } from './copy';
 import { openLocated } from './openCitation';
 import { AskMethod, RequestCancelled, type Answer, type AskDelta, type AskParams } from './protocol';
 import { CitelineServer } from './server';
@@ -34,6 +35,7 @@ export class Asker implements vscode.Disposable {
       {
         open: (_entry, located, column) => void openLocated(located, column),
         stop: (id) => this.stop(id),
+        copy: (id) => void copyAnswer(this.panel.history, id),
         ask: () => void this.askInteractive(),
       },
       historySize,

@@ -6,6 +6,7 @@
 import * as vscode from 'vscode';
 
 import { Asker } from './ask';
+import { registerAnswerFeatures } from './features';
 import { hoverMiddleware } from './hover';
 import { searchSelection } from './search';
 import { CitelineServer } from './server';
@@ -32,6 +33,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     vscode.commands.registerCommand('citeline.showAnswers', () => asker.panel.show(false)),
     vscode.commands.registerCommand('citeline.restartServer', () => s.restart()),
   );
+  registerAnswerFeatures(context, s, asker);
   void s.startIfUseful();
 }
 

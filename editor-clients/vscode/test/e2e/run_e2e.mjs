@@ -132,6 +132,27 @@ function expectedSelection(file, start, end) {
   return { line: last, selected: text.length, firstLine: lines[start - 1] };
 }
 
+/** The grade labels of wire agreement A, which the panel shows verbatim. */
+const GRADE_LABELS = {
+  answer: 'Answer',
+  closest: 'Closest passages — they may not answer the question',
+  refused: 'Not found in the documents',
+};
+
+/** The grade an entry shows: its data-grade and the label text, or undefined (a server without grades). */
+async function shownGrade(entry) {
+  const grade = await entry.getAttribute('data-grade');
+  if (!grade) return undefined;
+  const label = entry.locator('.grade .grade-text, .refusal-title').first();
+  const text = (await label.innerText()).replace(/\s+/g, ' ').trim().replace(/\.$/, '');
+  return { grade, text };
+}
+
+/** The workbench clipboard (the browser's, which code-server's clipboard API writes). */
+async function readClipboard(page) {
+  return page.evaluate(() => navigator.clipboard.readText());
+}
+
 const profile = fs.mkdtempSync(path.join(os.tmpdir(), 'citeline-e2e-chromium-'));
 const context = await chromium.launchPersistentContext(profile, {
   executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
@@ -142,6 +163,7 @@ const context = await chromium.launchPersistentContext(profile, {
     '--disable-background-networking', '--disable-component-update', '--disable-sync',
   ],
 });
+await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: u.origin });
 let failed = false;
 const page = context.pages()[0] || (await context.newPage());
 page.on('pageerror', (e) => console.log('[pageerror]', String(e).slice(0, 300)));
@@ -281,8 +303,50 @@ try {
   );
   check((await listed.innerText()).includes(quoted.marker), `source #${quoted.index} is not numbered ${quoted.marker}`);
   mark(`code blocks shown as code: ${await entry.locator('.answer pre.code').count()}, tables: ${await entry.locator('.answer table').count()}`);
+  // The grade (wire agreement A): the server's label, verbatim.
+  const grade = await shownGrade(entry);
+  check(grade, 'the answer shows no grade (data-grade and its label): the daemon must send "grade" and "grade_label"');
+  check(grade.text === GRADE_LABELS[grade.grade], `grade ${grade.grade} is labelled "${grade.text}", not "${GRADE_LABELS[grade.grade]}"`);
+  mark(`grade: ${grade.grade} ("${grade.text}")`);
   await page.screenshot({ path: path.join(outDir, 'answer.png') });
   mark(`screenshot ${path.join(outDir, 'answer.png')}`);
+
+  // ---- copy the answer: the panel's button, then the command -----------------------
+  await page.evaluate(() => navigator.clipboard.writeText(''));
+  await entry.locator('button[data-action="copy"]').click();
+  let copied = '';
+  const copyEnd = Date.now() + 15_000;
+  while (!copied && Date.now() < copyEnd) {
+    copied = await readClipboard(page);
+    if (!copied) await sleep(200);
+  }
+  check(copied.startsWith(`## ${question}\n`), `clipboard does not start with the question: ${JSON.stringify(copied.slice(0, 200))}`);
+  check(flatten(copied).includes(flatten(quoted.sentence)), `clipboard lacks the quoted sentence "${quoted.sentence}"`);
+  check(copied.includes(quoted.marker), `clipboard lacks the marker ${quoted.marker}`);
+  for (let i = 0; i < nCitations; i++) {
+    const c = citeLinks.nth(i);
+    const p = await c.getAttribute('data-path');
+    const lines = await c.getAttribute('data-lines');
+    const pg = await c.getAttribute('data-page');
+    const n = /\[(\d+)\]/.exec(await c.innerText())?.[1];
+    const [a, b] = (lines ?? '').split('-');
+    const place = pg ? `${p}, page ${pg}` : a === b ? `${p}:${a}` : `${p}:${a}-${b}`;
+    const anchor = pg ? `#page=${pg}` : a === b ? `#L${a}` : `#L${a}-L${b}`;
+    const row = copied.split('\n').find((l) => l.startsWith(`- [${n}] [${place}](file://`));
+    check(row && row.includes(`${anchor})`), `clipboard lacks source [${n}] as "${place}" linked to ${anchor}: ${JSON.stringify(copied)}`);
+  }
+  fs.writeFileSync(path.join(outDir, 'copied-answer.md'), copied);
+  mark(`Copy answer button: ${copied.split('\n').length} lines of Markdown on the clipboard (copied-answer.md)`);
+  await page.evaluate(() => navigator.clipboard.writeText(''));
+  await runCommand(page, 'Citeline: Copy Answer');
+  let copiedByCommand = '';
+  const cmdEnd = Date.now() + 15_000;
+  while (!copiedByCommand && Date.now() < cmdEnd) {
+    copiedByCommand = await readClipboard(page);
+    if (!copiedByCommand) await sleep(200);
+  }
+  check(copiedByCommand === copied, `"Citeline: Copy Answer" copied something else: ${JSON.stringify(copiedByCommand.slice(0, 200))}`);
+  mark('"Citeline: Copy Answer" put the same Markdown on the clipboard');
 
   // ---- jump to a (text) citation ---------------------------------------------------
   // A marker in the text if it points at a text file, else the first text citation listed.
