@@ -107,7 +107,7 @@ export class AnswerPanel implements vscode.Disposable {
 
   /** Adds a new question at the top (older ones beyond the history size drop off). */
   add(entry: AnswerEntry): void {
-    this.entries = trimHistory([entry, ...this.entries], this.maxHistory());
+    this.entries = trimHistory([entry, ...this.entries.filter((e) => e.id !== entry.id)], this.maxHistory());
     this.show(true);
     this.renderAll();
   }

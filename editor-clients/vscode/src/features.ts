@@ -8,10 +8,11 @@ import * as vscode from 'vscode';
 import type { Asker } from './ask';
 import { copyAnswer } from './copy';
 import type { CitelineServer } from './server';
+import { registerSidebar } from './sidebar';
 
 export function registerAnswerFeatures(context: vscode.ExtensionContext, server: CitelineServer, asker: Asker): void {
-  void server;
   context.subscriptions.push(
     vscode.commands.registerCommand('citeline.copyAnswer', (id?: unknown) => copyAnswer(asker.panel.history, typeof id === 'string' ? id : undefined)),
   );
+  registerSidebar(context, server, asker);
 }
