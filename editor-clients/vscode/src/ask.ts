@@ -39,7 +39,7 @@ export class Asker implements vscode.Disposable {
     this.panel = new AnswerPanel(
       extensionUri,
       {
-        open: (_entry, located, column) => void openLocated(located, column),
+        open: (entry, located, column) => void openLocated(located, column, entry.answer),
         stop: (id) => this.stop(id),
         copy: (id) => void copyAnswer(this.panel.history, id),
         ask: () => void this.askInteractive(),
