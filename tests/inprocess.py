@@ -33,9 +33,16 @@ class Served:
         return handler
 
 
-def initialize(ls: CitelineServer, capabilities: types.ClientCapabilities) -> None:
+def initialize(
+    ls: CitelineServer,
+    capabilities: types.ClientCapabilities,
+    workspace_folders: list[Path] | None = None,
+) -> None:
     """What ``initialize`` does, run as pygls runs it (its workspace, then our handler)."""
-    steps = ls.protocol.lsp_initialize(types.InitializeParams(capabilities=capabilities))
+    folders = [types.WorkspaceFolder(uri=p.as_uri(), name=p.name) for p in workspace_folders or []]
+    steps = ls.protocol.lsp_initialize(
+        types.InitializeParams(capabilities=capabilities, workspace_folders=folders or None)
+    )
     with contextlib.suppress(StopIteration):
         handler, args, _ = next(steps)
         handler(*args)

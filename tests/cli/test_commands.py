@@ -16,6 +16,7 @@ import pytest
 
 from citeline.models.minilm import default_embedding_model_path
 from conftest import SAMPLES, copy_samples
+from corpora import KITCHEN, write_files
 
 CLI = [sys.executable, "-m", "citeline.cli"]
 
@@ -258,3 +259,41 @@ def test_a_search_imports_only_what_it_uses(tmp_path: Path) -> None:
     assert json.loads(proc.stdout)["hits"][0]["path"] == "notes.md"
     imported = set(json.loads(proc.stderr.strip().splitlines()[-1]))
     assert imported & set(NOT_FOR_A_SEARCH) == set()
+
+
+def test_history_lists_shows_deletes_and_clears_past_answers(tmp_path: Path) -> None:
+    docs = write_files(tmp_path / "kitchen", KITCHEN)
+    question = "How often is the coffee machine descaled?"
+    given = json.loads(run("ask", question, "--docs", str(docs), "--json").stdout)
+    run("ask", "How long is the dough kneaded?", "--docs", str(docs), "--json")
+
+    listed = json.loads(run("history", "--docs", str(docs), "--json").stdout)
+    assert listed["total"] == 2
+    bread, coffee = listed["entries"]
+    assert coffee["question"] == question and coffee["folder"] == str(docs.absolute())
+    assert coffee["sources"] == len(given["citations"])
+    found = json.loads(run("history", "--docs", str(docs), "--query", "COFFEE", "--json").stdout)
+    assert [e["id"] for e in found["entries"]] == [coffee["id"]]
+    readable = run("history", "--docs", str(docs), "--limit", "1").stdout
+    assert bread["id"] in readable and coffee["id"] not in readable and "1 of 2" in readable
+
+    shown = json.loads(run("history", "show", coffee["id"], "--docs", str(docs), "--json").stdout)
+    assert shown["answer"] == given["answer"] and shown["stale"] is False
+    assert [c["start_line"] for c in shown["citations"]] == [
+        c["start_line"] for c in given["citations"]
+    ]
+    (docs / "kitchen.md").write_text("# Kitchen handbook\n\nAll new.\n")
+    readable = run("history", "show", coffee["id"], "--docs", str(docs)).stdout
+    assert "changed since this answer" in readable and given["answer"] in readable
+
+    assert run("history", "delete", coffee["id"], "--docs", str(docs)).stdout.startswith(
+        "deleted 1 past answer"
+    )
+    missing = run("history", "show", coffee["id"], "--docs", str(docs), check=False)
+    assert missing.returncode == 2 and "no past answer" in missing.stderr
+    assert "Traceback" not in missing.stderr
+    cleared = json.loads(run("history", "clear", "--docs", str(docs), "--json").stdout)
+    assert cleared == {"deleted": 1}
+    assert "no past answers" in run("history", "--docs", str(docs)).stdout
+    bad = run("history", "show", "--docs", str(docs), check=False)
+    assert bad.returncode == 2 and "needs the answer's ID" in bad.stderr

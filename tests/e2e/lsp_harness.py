@@ -87,8 +87,16 @@ def write_pdf(path: Path, pages: list[str]) -> None:
     doc.close()
 
 
+def mark(root: Path) -> Path:
+    """Make ``root`` a documents folder as a user would: a ``citeline.toml`` in it (a
+    workspace folder without one is not served)."""
+    (root / "citeline.toml").write_text("# a documents folder Citeline serves\n", "utf-8")
+    return root
+
+
 def make_corpus(root: Path) -> Path:
     root.mkdir(parents=True, exist_ok=True)
+    mark(root)
     (root / "garden.md").write_text(GARDEN, "utf-8")
     (root / "kitchen.md").write_text(KITCHEN, "utf-8")
     (root / "astronomy.md").write_text(ASTRONOMY, "utf-8")

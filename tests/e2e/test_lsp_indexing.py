@@ -13,6 +13,7 @@ from lsp_harness import (
     READY_TIMEOUT,
     CitelineClient,
     folder_status,
+    mark,
     request,
     search,
     start,
@@ -28,6 +29,7 @@ TOPICS = ["harbour", "glacier", "violin", "orchard", "comet", "bakery", "canal",
 def write_many(root: Path) -> None:
     rng = random.Random(5)
     root.mkdir(parents=True)
+    mark(root)
     for i in range(FILES):
         topic = TOPICS[i % len(TOPICS)]
         words = " ".join(rng.choice(TOPICS) for _ in range(12))

@@ -21,6 +21,7 @@ from lsp_harness import (
     folder_status,
     lines_of,
     make_corpus,
+    mark,
     request,
     search,
     start,
@@ -50,7 +51,7 @@ def folders(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     notes = make_corpus(base / "notes")
     (notes / "citeline.toml").write_text("[search]\ntop_k = 2\n", "utf-8")
     recipes = base / "recipes"
-    recipes.mkdir()
+    (recipes / ".citeline").mkdir(parents=True)  # served (the marker), no citeline.toml
     (recipes / "recipes.md").write_text(RECIPES, "utf-8")
     return notes, recipes
 
@@ -176,6 +177,7 @@ async def test_folders_come_and_go_with_the_workspace(
     notes, recipes = folders
     extra = tmp_path / "extra"
     extra.mkdir()
+    mark(extra)
     (extra / "extra.md").write_text("# Extra\n\nThe lighthouse keeper climbs 120 steps.\n")
     client.workspace_did_change_workspace_folders(
         types.DidChangeWorkspaceFoldersParams(

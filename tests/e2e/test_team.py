@@ -27,6 +27,7 @@ from lsp_harness import (
     CitelineClient,
     folder_status,
     lines_of,
+    mark,
     request,
     search,
     start,
@@ -46,6 +47,7 @@ MARIGOLDS = "Marigolds planted between the tomatoes keep aphids and whiteflies a
 
 def write_checkout(root: Path) -> Path:
     root.mkdir(parents=True)
+    mark(root)
     (root / "garden.md").write_text(GARDEN, "utf-8")
     (root / "kitchen.md").write_text(KITCHEN, "utf-8")
     return root

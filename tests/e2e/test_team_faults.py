@@ -31,6 +31,7 @@ from lsp_harness import (
     CitelineClient,
     expect_error,
     folder_status,
+    mark,
     request,
     search,
     start,
@@ -67,6 +68,7 @@ def team(tmp_path_factory: pytest.TempPathFactory, server: TestServer) -> dict[s
     base = tmp_path_factory.mktemp("team-faults")
     canon = base / "canonical"
     canon.mkdir()
+    mark(canon)
     (canon / "garden.md").write_text(GARDEN, "utf-8")
     (canon / "kitchen.md").write_text(KITCHEN, "utf-8")
     collection = server.fresh_collection()

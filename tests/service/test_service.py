@@ -218,3 +218,22 @@ async def test_without_folders_requests_say_so() -> None:
         assert service.status().folders == []
     finally:
         service.stop(5)
+
+
+async def test_history_of_every_served_folder(service: Service, tmp_path: Path) -> None:
+    await service.ask("How often is the coffee machine descaled?", tmp_path / "kitchen")
+    await service.ask("How much sun do tomatoes need?", tmp_path / "garden")
+    found = await service.history(None, None, 50, 0)
+    assert found.total == 2
+    assert [e.folder.name for e in found.entries] == ["garden", "kitchen"]
+    kitchen = await service.history(tmp_path / "kitchen", "COFFEE", 50, 0)
+    assert [e.folder.name for e in kitchen.entries] == ["kitchen"]
+    recorded = await service.history_entry(kitchen.entries[0].id)
+    assert recorded.folder == tmp_path / "kitchen" and not recorded.stale
+    with pytest.raises(ServiceError, match="no past answer 'nope'"):
+        await service.history_entry("nope")
+    with pytest.raises(ServiceError, match="not a documents folder Citeline serves"):
+        await service.history(tmp_path / "elsewhere", None, 50, 0)
+    assert await service.delete_history(kitchen.entries[0].id, None) == 1
+    assert await service.delete_history(None, tmp_path / "garden") == 1
+    assert (await service.history(None, None, 50, 0)).total == 0

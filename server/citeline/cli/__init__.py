@@ -1,4 +1,4 @@
-"""The command-line front end: index, search, ask, status, eval, serve, demo.
+"""The command-line front end: index, search, ask, status, history, eval, serve, demo.
 
 The only package allowed to print.  ``commands`` parses nothing: each command
 opens a folder's :class:`~citeline.service.workspace.Workspace` through the
@@ -100,6 +100,24 @@ def _parser() -> argparse.ArgumentParser:
     docs_option(command)
     json_option(command)
     command.set_defaults(run=commands.run_status)
+
+    command = sub.add_parser(
+        "history",
+        help="past answers: list them (newest first), show one, delete one or clear them",
+    )
+    command.add_argument(
+        "action",
+        nargs="?",
+        default="list",
+        choices=["list", "show", "delete", "clear"],
+        help="list (the default), show ID, delete ID, or clear (every past answer)",
+    )
+    command.add_argument("id", nargs="?", help="the past answer's id (show, delete)")
+    command.add_argument("--docs", default=".", help="documents folder (default: current)")
+    command.add_argument("--query", help="only answers whose question or answer holds this")
+    command.add_argument("--limit", type=int, default=50, help="at most N entries (default 50)")
+    json_option(command)
+    command.set_defaults(run=commands.run_history)
 
     command = sub.add_parser("serve", help="run the language server (LSP over stdio by default)")
     command.add_argument(

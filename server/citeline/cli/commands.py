@@ -221,6 +221,71 @@ def _settled_note(mode: str | None) -> str:
     return "Checked against the sources:"
 
 
+def run_history(args: argparse.Namespace) -> int:
+    """List past answers (newest first), show one, delete one, or clear them all."""
+    from citeline.service.history import MAX_LIMIT, FolderHistory, page
+    from citeline.settings import load_settings
+
+    docs = Path(args.docs).expanduser().absolute()
+    if not docs.is_dir():
+        raise ServiceError(f"documents folder {docs} does not exist")
+    settings, _ = load_settings(docs)
+    history = FolderHistory.of(docs, settings)
+    if args.action in ("show", "delete") and not args.id:
+        raise ServiceError(f"citeline history {args.action} needs the answer's ID")
+    if args.action == "list" and args.id:
+        raise ServiceError(f"unexpected argument {args.id!r} (citeline history show ID?)")
+    if args.action == "show":
+        recorded = history.entry(args.id)
+        if recorded is None:
+            raise ServiceError(f"no past answer {args.id!r} in {docs}")
+        if args.json:
+            _print_json(recorded.to_json())
+        else:
+            _print_recorded(recorded.to_json())
+        return 0
+    if args.action in ("delete", "clear"):
+        deleted = history.delete(args.id if args.action == "delete" else None)
+        if args.action == "delete" and not deleted:
+            raise ServiceError(f"no past answer {args.id!r} in {docs}")
+        if args.json:
+            _print_json({"deleted": deleted})
+        else:
+            print(f"deleted {deleted} past answer{'' if deleted == 1 else 's'}")
+        return 0
+    if not 1 <= args.limit <= MAX_LIMIT:
+        raise ServiceError(f"--limit must be between 1 and {MAX_LIMIT}")
+    found = page([history], args.query, args.limit)
+    if args.json:
+        _print_json({"entries": [e.to_json() for e in found.entries], "total": found.total})
+        return 0
+    if not found.entries:
+        print("no past answers" + (f" matching {args.query!r}" if args.query else ""))
+    for entry in found.entries:
+        sources = f"{entry.sources} source{'' if entry.sources == 1 else 's'}"
+        print(f"{entry.id}  {entry.time}  {entry.grade}, {sources}")
+        print(f"  {entry.question}")
+        print(f"  {entry.preview}")
+    if found.total > len(found.entries):
+        print(f"({len(found.entries)} of {found.total}; --limit shows more)")
+    return 0
+
+
+def _print_recorded(recorded: dict[str, Any]) -> None:
+    print(f"{recorded['time']}  {recorded['question']}")
+    print()
+    print(recorded["answer"])
+    citations: list[dict[str, Any]] = recorded["citations"]
+    if citations:
+        print()
+        print("Sources:")
+        for citation in citations:
+            note = "  (changed since this answer)" if citation["changed"] else ""
+            print(_citation_line(citation) + note)
+    if recorded["stale"]:
+        print("\n(a source this answer cites has changed or gone since)")
+
+
 def run_eval(args: argparse.Namespace) -> int:
     from citeline import cache
     from citeline.evaluation import datasets, runner

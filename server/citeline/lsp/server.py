@@ -27,7 +27,17 @@ from pygls.protocol import JsonRPCNotification, JsonRPCRequestMessage, JsonRPCRe
 
 from citeline import __version__, cache
 from citeline.app import ModelPool
-from citeline.lsp import ask, commands, reindex, search, session, status, transport
+from citeline.lsp import (
+    ask,
+    commands,
+    folders,
+    history,
+    reindex,
+    search,
+    session,
+    status,
+    transport,
+)
 from citeline.lsp import tcp as tcp_server
 from citeline.lsp.diagnostics import DiagnosticsPublisher
 from citeline.lsp.logs import ClientLogHandler, configure_logging
@@ -35,7 +45,7 @@ from citeline.lsp.progress import WorkDone
 from citeline.lsp.protocol import CitelineProtocol
 from citeline.lsp.status import StatusNotifier
 from citeline.service.events import Progress
-from citeline.service.folders import Folder, folder_key
+from citeline.service.folders import Folder
 from citeline.service.service import Service
 from citeline.service.workspace import Backends
 
@@ -87,12 +97,11 @@ class CitelineServer(LanguageServer):
         # Set by the transport: how `exit` ends it (with the process exit status).
         self.exit_requested: Callable[[int], None] = lambda code: None
 
-    def wanted_roots(self) -> list[Path]:
-        """The folders to serve: the ``folders`` setting or the workspace's, plus --docs."""
-        roots = list(self.folders_setting or self.workspace_roots)
-        keys = {folder_key(r) for r in roots}
-        roots.extend(d for d in self.cli_docs if folder_key(d) not in keys)
-        return roots
+    def choose_folders(self) -> None:
+        """Tell the service what the editor opened (the workspace folders), what the
+        user named (--docs) and the ``folders`` setting: it serves what the
+        folder-selection rule picks (``service/selection.py``)."""
+        self.service.choose(self.workspace_roots, self.cli_docs, self.folders_setting)
 
     # -- the transport's events --------------------------------------------------------
 
@@ -160,6 +169,8 @@ def build_server(docs: Iterable[Path] = (), backends: Backends | None = None) ->
     search.register(ls)
     reindex.register(ls)
     commands.register(ls)
+    history.register(ls)
+    folders.register(ls)
     return ls
 
 

@@ -1,7 +1,9 @@
 """What the editor tells the server about itself: folders, settings, saves, shutdown.
 
-Folders come from the workspace folders (or the root URI), or from the
-``folders`` setting when it is set, plus ``citeline serve --docs``.  Settings
+Folders come from the workspace folders (or the root URI), served only when they
+hold ``citeline.toml`` or ``.citeline/``, or from the ``folders`` setting when it
+is set, plus ``citeline serve --docs`` (the rule is the service's:
+``service/selection.py``).  Settings
 come from ``initializationOptions``, then ``workspace/configuration`` (section
 ``citeline``) when the client offers it, then each
 ``workspace/didChangeConfiguration``; they are the top layer over defaults and
@@ -149,7 +151,7 @@ def register(ls: CitelineServer) -> None:
         ls.show_warnings(None, ls.deferred_warnings)
         ls.deferred_warnings.clear()
         ls.service.settings_changed(ls.editor_settings)
-        ls.service.serve(ls.wanted_roots())
+        ls.choose_folders()
         ls.status.changed(immediate=True)
 
     @ls.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
@@ -169,7 +171,7 @@ def register(ls: CitelineServer) -> None:
         ls.folders_setting = folders
         ls.show_warnings(None, warnings)
         ls.service.settings_changed(layer)
-        ls.service.serve(ls.wanted_roots())
+        ls.choose_folders()
 
     @ls.feature(types.WORKSPACE_DID_CHANGE_WORKSPACE_FOLDERS)
     def did_change_workspace_folders(
@@ -182,7 +184,7 @@ def register(ls: CitelineServer) -> None:
             if path is not None and path not in roots:
                 roots.append(path)
         ls.workspace_roots = roots
-        ls.service.serve(ls.wanted_roots())
+        ls.choose_folders()
 
     @ls.feature(types.TEXT_DOCUMENT_DID_SAVE)
     def did_save(ls: CitelineServer, params: types.DidSaveTextDocumentParams) -> None:

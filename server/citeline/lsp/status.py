@@ -31,6 +31,7 @@ def status_json(ls: CitelineServer) -> dict[str, Any]:
     return {
         "folders": [{"uri": path_to_uri(f.docs), **f.to_json()} for f in status.folders],
         "models": status.models.to_json(),
+        "unserved": [{"uri": path_to_uri(u.root), **u.to_json()} for u in status.unserved],
     }
 
 
@@ -57,8 +58,8 @@ class StatusNotifier:
             self._timer.cancel()
             self._timer = None
         status = status_json(self.ls)
-        if status == self._last or not status["folders"]:
-            return  # nothing to report until a folder is open
+        if status == self._last or not (status["folders"] or status["unserved"]):
+            return  # nothing to report until a folder is open (or one is not served)
         self._last = status
         self.ls.protocol.notify(STATUS, status)
 

@@ -12,9 +12,9 @@ import asyncio
 import logging
 import threading
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from citeline.core.answering.results import Answer
 from citeline.core.documents import Hit, display_text
@@ -23,14 +23,19 @@ from citeline.core.files import FileRefused, OutsideRoot, read_regular_file
 from citeline.core.ingest import IngestReport
 from citeline.service.errors import EXPECTED_ERRORS, ServiceError
 from citeline.service.events import Events
-from citeline.service.folders import Folder, Folders, ensure_open
+from citeline.service.folders import Folder, Folders, ensure_open, folder_key
+from citeline.service.history import FolderHistory, HistoryPage, RecordedAnswer, page
 from citeline.service.routing import FolderHit, best_folder, merge_hits
 from citeline.service.scheduler import IngestScheduler, close_workspace
+from citeline.service.selection import Unserved, mark, select
 from citeline.service.status import FolderStatus, ModelNames
 from citeline.service.workers import OnIndex, Workers
 from citeline.service.workspace import Backends, Workspace, answer
+from citeline.settings import SETTINGS_FILE
 
 log = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 NO_FOLDERS = "no documents folder: open a folder, set citeline.folders or start with --docs"
 
@@ -41,6 +46,7 @@ class Status:
 
     folders: list[FolderStatus]
     models: ModelNames  # the first folder's known model of each kind
+    unserved: list[Unserved] = field(default_factory=list)  # opened, not served: why
 
 
 class Service:
@@ -51,6 +57,14 @@ class Service:
             self.workers, events, lambda folder: ensure_open(folder, backends)
         )
         self.folders = Folders(self.workers, self.scheduler, events)
+        self.events = events
+        # Which folders to serve (service/selection.py): what the editor opened, what
+        # the user named (command line), the folders setting, and index_folder's.
+        self.opened_folders: list[Path] = []
+        self.named_folders: list[Path] = []
+        self.folders_setting: list[Path] | None = None
+        self.requested_folders: list[Path] = []
+        self.unserved: list[Unserved] = []
 
     # -- routing ----------------------------------------------------------------------
 
@@ -227,6 +241,39 @@ class Service:
 
         return await asyncio.get_running_loop().run_in_executor(None, read)
 
+    # -- history ----------------------------------------------------------------------
+
+    def _histories(self, path: Path | None) -> list[FolderHistory]:
+        return [FolderHistory.of(f.root, f.settings) for f in self._targets(path)]
+
+    async def history(
+        self, path: Path | None, query: str | None, limit: int, offset: int
+    ) -> HistoryPage:
+        """Past asks of the folder at ``path`` (None: every folder), newest first, those
+        whose question or answer holds ``query``; the page from ``offset``."""
+        histories = self._histories(path)
+        return await _off_loop(lambda: page(histories, query, limit, offset))
+
+    async def history_entry(self, record_id: str) -> RecordedAnswer:
+        """The past answer with ``record_id`` (from any folder), its sources compared
+        with the files now."""
+        histories = self._histories(None)
+
+        def find() -> RecordedAnswer:  # a thread of the default executor
+            for history in histories:
+                found = history.entry(record_id)
+                if found is not None:
+                    return found
+            raise ServiceError(f"no past answer {record_id!r} in the served folders' history")
+
+        return await _off_loop(find)
+
+    async def delete_history(self, record_id: str | None, path: Path | None) -> int:
+        """Delete one past ask (by id), or every ask of the folder at ``path`` (None:
+        of every folder); how many were deleted."""
+        histories = self._histories(path)
+        return await _off_loop(lambda: sum(h.delete(record_id) for h in histories))
+
     def status(self) -> Status:
         """Every folder's status, from what the event loop keeps (answers at once)."""
         folders = [
@@ -235,15 +282,66 @@ class Service:
         embedding = next((s.models.embedding for s in folders if s.models.embedding), None)
         generation = next((s.models.generation for s in folders if s.models.generation), None)
         reranking = next((s.models.reranking for s in folders if s.models.reranking), None)
-        return Status(folders, ModelNames(embedding, generation, reranking))
+        return Status(folders, ModelNames(embedding, generation, reranking), list(self.unserved))
+
+    # -- which folders ------------------------------------------------------------------
+
+    def choose(
+        self,
+        opened: Iterable[Path],
+        named: Iterable[Path] = (),
+        setting: Iterable[Path] | None = None,
+    ) -> None:
+        """Serve what the folder-selection rule picks (``service/selection.py``): the
+        ``opened`` folders that hold a marker, every ``named`` one, and the ``folders``
+        ``setting`` (when not None) instead of ``opened``; plus each folder
+        :meth:`index_folder` was asked for."""
+        self.opened_folders = list(opened)
+        self.named_folders = list(named)
+        self.folders_setting = None if setting is None else list(setting)
+        self._reselect()
+
+    def serve(self, roots: Iterable[Path]) -> None:
+        """Serve ``roots``, named by the user (and folders asked for by index_folder)."""
+        self.choose((), roots)
+
+    async def index_folder(self, path: Path) -> FolderStatus:
+        """Serve the folder at ``path`` because the user asked: a minimal ``citeline.toml``
+        is written into it first unless it holds a marker, so it is served next time
+        too.  Its status (indexing starts in the background)."""
+        root = path.expanduser().absolute()
+        if await _off_loop(lambda: mark(root)):
+            log.info("wrote %s", root / SETTINGS_FILE)
+        if all(folder_key(r) != folder_key(root) for r in self.requested_folders):
+            self.requested_folders.append(root)
+        self._reselect()
+        folder = self.folders.get(root)
+        if folder is None:  # pragma: no cover - select serves every requested folder
+            raise ServiceError(f"{root} could not be served")
+        return folder.status(self.backends.generation_name(folder.settings.generation))
+
+    def _reselect(self) -> None:
+        chosen = select(
+            self.opened_folders,
+            [*self.named_folders, *self.requested_folders],
+            self.folders_setting,
+        )
+        changed = chosen.unserved != self.unserved
+        self.unserved = chosen.unserved
+        self.folders.reconcile(chosen.served)
+        if changed:
+            self.events.status_changed(immediate=True)
 
     # -- what the editor reports ------------------------------------------------------
 
-    def serve(self, roots: Iterable[Path]) -> None:
-        """Serve exactly ``roots``."""
-        self.folders.reconcile(roots)
-
     def saved(self, path: Path) -> None:
+        """The editor saved ``path``; a ``citeline.toml`` saved into an opened folder
+        that was not served makes it served."""
+        if path.name == SETTINGS_FILE and any(
+            folder_key(u.root) == folder_key(path.parent) for u in self.unserved
+        ):
+            self._reselect()
+            return
         self.folders.saved(path)
 
     def settings_changed(self, editor_settings: dict[str, object]) -> None:
@@ -258,6 +356,11 @@ class Service:
         """Stop at once (the connection is gone): watchers, indexing, the workers."""
         self.folders.stop()
         self.workers.stop(timeout)
+
+
+async def _off_loop(fn: Callable[[], T]) -> T:
+    """``fn()`` on a thread of the default executor: file work never blocks the loop."""
+    return await asyncio.get_running_loop().run_in_executor(None, fn)
 
 
 def _deliver(on_token: Callable[[str], None] | None, piece: str, cancel: threading.Event) -> None:

@@ -275,7 +275,9 @@ def answer(
             models["reranking"] = reranker
         if result.generator_called:
             models["generation"] = generator().name
-        record_ask(index_dir, result, models)
+        paths = sorted({c.path for c in result.citations} | {h.chunk.path for h in result.hits})
+        hashes = through_index(lambda ws: ws.index.content_hashes(paths))
+        record_ask(index_dir, result, models, hashes)
     return result
 
 
