@@ -269,10 +269,22 @@ export interface FolderStatus {
   read_only?: boolean;
 }
 
+/** A folder the editor opened that the server does not serve (wire agreement C), and why. */
+export interface UnservedFolder {
+  uri: FolderUri;
+  docs?: string;
+  reason: string;
+}
+
 export interface StatusResult {
   folders: FolderStatus[];
   models?: ModelNames;
+  /** Opened folders with neither `citeline.toml` nor `.citeline/`: `citeline/indexFolder` serves one. */
+  unserved?: UnservedFolder[];
 }
+
+/** `citeline/indexFolder` `{folder}`: serves the folder (writing a minimal citeline.toml); result: its FolderStatus. */
+export const IndexFolderMethod = 'citeline/indexFolder';
 
 // ---------------------------------------------------------------------------
 // citeline/reindex

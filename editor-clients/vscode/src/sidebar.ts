@@ -10,11 +10,13 @@ import type { Asker } from './ask';
 import { HistoryClient, askHistoryQuery, errorText } from './history';
 import type { HistoryItem } from './protocol';
 import type { CitelineServer } from './server';
-import { folderRows, historyRow, indexingRows, problemRows, recordedEntry } from './sidebarModel';
+import { IndexFolderMethod, type FolderStatus } from './protocol';
+import { folderRows, historyRow, indexingRows, problemRows, recordedEntry, unservedRows } from './sidebarModel';
 
 type FolderNode =
   | { kind: 'indexing'; token: string | number; label: string; description: string }
-  | { kind: 'folder'; uri: string; label: string; description: string; tooltip: string; state: string; problems: number };
+  | { kind: 'folder'; uri: string; label: string; description: string; tooltip: string; state: string; problems: number }
+  | { kind: 'unserved'; uri: string; label: string; description: string; tooltip: string };
 
 function stateIcon(state: string): vscode.ThemeIcon {
   switch (state) {
@@ -40,7 +42,8 @@ class FoldersView implements vscode.TreeDataProvider<FolderNode> {
   getChildren(): FolderNode[] {
     const runs: FolderNode[] = indexingRows(this.server.indexing).map((r) => ({ kind: 'indexing', token: r.token, label: r.label, description: r.description }));
     const folders: FolderNode[] = folderRows(this.server.status).map((f) => ({ kind: 'folder', ...f }));
-    return [...runs, ...folders];
+    const unserved: FolderNode[] = unservedRows(this.server.status).map((u) => ({ kind: 'unserved', ...u }));
+    return [...runs, ...folders, ...unserved];
   }
 
   getTreeItem(node: FolderNode): vscode.TreeItem {
@@ -52,6 +55,12 @@ class FoldersView implements vscode.TreeDataProvider<FolderNode> {
       item.iconPath = new vscode.ThemeIcon('loading~spin');
       item.contextValue = 'citeline.indexing';
       item.tooltip = `${node.label} ${node.description}\nCancel stops after the current file; the rest is indexed by the next Reindex.`;
+    } else if (node.kind === 'unserved') {
+      item.id = `unserved:${node.uri}`;
+      item.iconPath = new vscode.ThemeIcon('circle-outline');
+      item.contextValue = 'citeline.unserved';
+      item.tooltip = node.tooltip;
+      item.resourceUri = vscode.Uri.parse(node.uri);
     } else {
       item.id = `folder:${node.uri}`;
       item.iconPath = stateIcon(node.state);
@@ -226,6 +235,18 @@ export function registerSidebar(context: vscode.ExtensionContext, server: Citeli
       const token = node && node.kind === 'indexing' ? node.token : undefined;
       const n = await server.cancelIndexing(token);
       void vscode.window.setStatusBarMessage(n > 0 ? 'Citeline: indexing cancelled (stops after the current file)' : 'Citeline: nothing is being indexed', 4000);
+    }),
+    vscode.commands.registerCommand('citeline.indexThisFolder', async (node?: FolderNode) => {
+      if (!node || node.kind !== 'unserved') {
+        return;
+      }
+      try {
+        const status = await server.request<FolderStatus>(IndexFolderMethod, { folder: node.uri });
+        void vscode.window.setStatusBarMessage(`Citeline: ${node.label} is served now (${status?.state ?? 'indexing'}); a citeline.toml in it keeps it so`, 5000);
+      } catch (error) {
+        void vscode.window.showErrorMessage(`Citeline: cannot index ${node.label}: ${errorText(error)}`);
+      }
+      void server.refreshStatus();
     }),
     vscode.commands.registerCommand('citeline.askInFolder', (node?: FolderNode) => asker.askInteractive(node && node.kind === 'folder' ? node.uri : undefined)),
     vscode.commands.registerCommand('citeline.openHistoryEntry', openEntry),

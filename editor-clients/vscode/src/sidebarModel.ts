@@ -46,6 +46,23 @@ export function folderRows(status: StatusResult | undefined): FolderRow[] {
   });
 }
 
+export interface UnservedRow {
+  uri: string;
+  label: string;
+  description: string;
+  tooltip: string;
+}
+
+/** Opened folders the server does not serve, with why (Index This Folder serves one). */
+export function unservedRows(status: StatusResult | undefined): UnservedRow[] {
+  return (status?.unserved ?? []).map((u) => ({
+    uri: u.uri,
+    label: folderName(u.uri),
+    description: 'not served',
+    tooltip: `${u.docs ?? u.uri}\n${u.reason}`,
+  }));
+}
+
 /** The folder a progress title names ("Citeline: indexing notes" -> "notes"), if any. */
 export function progressFolder(title: string | undefined): string | undefined {
   const m = /indexing\s+(.+)$/i.exec(title ?? '');

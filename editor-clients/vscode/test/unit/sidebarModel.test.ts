@@ -2,7 +2,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 
-import { folderChoices, folderRows, historyRow, indexingRows, insideFolders, problemRows, progressFolder, recordedEntry, timeAgo } from '../../src/sidebarModel';
+import { folderChoices, folderRows, historyRow, indexingRows, insideFolders, problemRows, progressFolder, recordedEntry, timeAgo, unservedRows } from '../../src/sidebarModel';
 import type { FolderStatus, HistoryEntry, HistoryItem, StatusResult } from '../../src/protocol';
 import { answer, citation } from './fixtures';
 
@@ -99,4 +99,10 @@ test('insideFolders: only paths inside a served folder', () => {
   assert.ok(!insideFolders('/home/me/notes/../secret.pdf', folders));
   assert.ok(!insideFolders('/etc/passwd', folders));
   assert.ok(!insideFolders('/home/me/notes/x.pdf', ['']));
+});
+
+test('unserved folders: named, "not served", the reason in the tooltip', () => {
+  const rows = unservedRows({ folders: [], unserved: [{ uri: 'file:///home/me/code', docs: '/home/me/code', reason: 'no citeline.toml' }] });
+  assert.deepEqual(rows, [{ uri: 'file:///home/me/code', label: 'code', description: 'not served', tooltip: '/home/me/code\nno citeline.toml' }]);
+  assert.deepEqual(unservedRows({ folders: [] }), []);
 });
