@@ -129,6 +129,15 @@ class HistoryView implements vscode.TreeDataProvider<HistoryItem> {
 
   /** Reloads the list from the server. */
   async reload(): Promise<void> {
+    if (!this.server.running || (this.server.status?.folders.length ?? 0) === 0) {
+      this.items = [];
+      this.total = 0;
+      if (this.view) {
+        this.view.message = 'The history shows once a folder is served.';
+      }
+      this.changed.fire();
+      return;
+    }
     try {
       const result = await this.history.list({ limit: 50, ...(this.query ? { query: this.query } : {}) });
       this.items = result?.entries ?? [];
@@ -196,15 +205,17 @@ export function registerSidebar(context: vscode.ExtensionContext, server: Citeli
   const problemsView = vscode.window.createTreeView('citeline.problems', { treeDataProvider: problems });
   recent.view = vscode.window.createTreeView('citeline.history', { treeDataProvider: recent });
 
-  let wasRunning = false;
+  // The history is read again when the served folders change (the server starting
+  // serves none until it has opened them).
+  let served = '';
   const onServer = (): void => {
     folders.refresh();
     problems.refresh();
     const n = problemRows(server.status).length;
     problemsView.badge = n > 0 ? { value: n, tooltip: `${n} document(s) could not be indexed` } : undefined;
-    const running = server.running !== undefined;
-    if (running !== wasRunning) {
-      wasRunning = running;
+    const now = server.running ? (server.status?.folders ?? []).map((f) => f.uri).join('\n') : '';
+    if (now !== served) {
+      served = now;
       void recent.reload();
     }
   };
