@@ -297,7 +297,7 @@ export function renderEntry(entry: AnswerEntry, options: { open?: boolean } = {}
     classes.push(`grade-${grade.grade.replace(/[^a-z-]/gi, '')}`);
   }
   if (entry.recorded?.stale) {
-    classes.push('stale');
+    classes.push('stale-entry');
   }
   const citations = answer?.citations ?? [];
   const body: string[] = [renderRecorded(entry)];

@@ -69,7 +69,7 @@ test('an answer reopened from history says when it was asked, and that its sourc
   const html = renderEntry(done(a, { recorded: { id: 'h1', time: '2026-12-01T22:15:03Z', stale: true } }));
   assert.match(html, /<div class="recorded">From history · asked 2026-12-01 22:15 UTC<\/div>/);
   assert.match(html, /<div class="stale" role="alert">Its sources changed since this answer/);
-  assert.match(html, /class="entry state-done stale"/);
+  assert.match(html, /class="entry state-done stale-entry"/);
   assert.equal((html.match(/class="changed"/g) ?? []).length, 1, 'only the changed source is marked');
   const fresh = renderEntry(done(a, { recorded: { id: 'h1', time: '2026-12-01T22:15:03Z', stale: false } }));
   assert.ok(!fresh.includes('class="stale"'));
