@@ -4,6 +4,9 @@
  * entry reopens in the answer panel) and Problems (documents that could not be
  * indexed). The rows come from sidebarModel.ts (pure).
  */
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+
 import * as vscode from 'vscode';
 
 import type { Asker } from './ask';
@@ -11,7 +14,7 @@ import { HistoryClient, askHistoryQuery, errorText } from './history';
 import type { HistoryItem } from './protocol';
 import type { CitelineServer } from './server';
 import { IndexFolderMethod, type FolderStatus } from './protocol';
-import { folderRows, historyRow, indexingRows, problemRows, recordedEntry, unservedRows } from './sidebarModel';
+import { folderRows, historyRow, indexingRows, problemRows, recordedEntry, unservedRows, workspaceRows } from './sidebarModel';
 
 type FolderNode =
   | { kind: 'indexing'; token: string | number; label: string; description: string }
@@ -42,7 +45,16 @@ class FoldersView implements vscode.TreeDataProvider<FolderNode> {
   getChildren(): FolderNode[] {
     const runs: FolderNode[] = indexingRows(this.server.indexing).map((r) => ({ kind: 'indexing', token: r.token, label: r.label, description: r.description }));
     const folders: FolderNode[] = folderRows(this.server.status).map((f) => ({ kind: 'folder', ...f }));
-    const unserved: FolderNode[] = unservedRows(this.server.status).map((u) => ({ kind: 'unserved', ...u }));
+    let unserved: FolderNode[] = unservedRows(this.server.status).map((u) => ({ kind: 'unserved', ...u }));
+    if (!this.server.status && this.server.state !== 'starting') {
+      // No server (none starts for a window without a marked folder): the workspace's folders.
+      const marked = (p: string): boolean => fs.existsSync(path.join(p, 'citeline.toml')) || fs.existsSync(path.join(p, '.citeline'));
+      const ws = (vscode.workspace.workspaceFolders ?? []).filter((f) => f.uri.scheme === 'file');
+      unserved = workspaceRows(ws.map((f) => ({ uri: f.uri.toString(), path: f.uri.fsPath, marked: marked(f.uri.fsPath) })), this.server.state).map((u) => ({
+        kind: 'unserved',
+        ...u,
+      }));
+    }
     return [...runs, ...folders, ...unserved];
   }
 
@@ -58,7 +70,7 @@ class FoldersView implements vscode.TreeDataProvider<FolderNode> {
     } else if (node.kind === 'unserved') {
       item.id = `unserved:${node.uri}`;
       item.iconPath = new vscode.ThemeIcon('circle-outline');
-      item.contextValue = 'citeline.unserved';
+      item.contextValue = node.description === 'not served' ? 'citeline.unserved' : 'citeline.waiting';
       item.tooltip = node.tooltip;
       item.resourceUri = vscode.Uri.parse(node.uri);
     } else {
@@ -249,6 +261,11 @@ export function registerSidebar(context: vscode.ExtensionContext, server: Citeli
     }),
     vscode.commands.registerCommand('citeline.indexThisFolder', async (node?: FolderNode) => {
       if (!node || node.kind !== 'unserved') {
+        return;
+      }
+      // "Citeline: Index This Folder…" (setupFeatures.ts), where the extension has it, does the same.
+      if ((await vscode.commands.getCommands(true)).includes('citeline.indexFolder')) {
+        await vscode.commands.executeCommand('citeline.indexFolder', vscode.Uri.parse(node.uri));
         return;
       }
       try {

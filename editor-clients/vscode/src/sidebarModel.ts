@@ -63,6 +63,22 @@ export function unservedRows(status: StatusResult | undefined): UnservedRow[] {
   }));
 }
 
+/**
+ * The workspace's folders as the sidebar lists them while no server runs (none is
+ * started for a window without a marked folder): unmarked ones are "not served"
+ * (Index This Folder serves one, starting the server); marked ones wait for it.
+ */
+export function workspaceRows(folders: readonly { uri: string; path: string; marked: boolean }[], client: string): UnservedRow[] {
+  return folders.map((f) => ({
+    uri: f.uri,
+    label: folderName(f.uri),
+    description: f.marked ? (client === 'failed' ? 'server not running' : 'not started') : 'not served',
+    tooltip: f.marked
+      ? `${f.path}\nThe Citeline server is not running (see "Citeline: Show Logs").`
+      : `${f.path}\nNo citeline.toml or .citeline/ folder in it: "Index This Folder" serves it.`,
+  }));
+}
+
 /** The folder a progress title names ("Citeline: indexing notes" -> "notes"), if any. */
 export function progressFolder(title: string | undefined): string | undefined {
   const m = /indexing\s+(.+)$/i.exec(title ?? '');

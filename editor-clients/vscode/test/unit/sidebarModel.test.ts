@@ -2,7 +2,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 
-import { folderChoices, folderRows, historyRow, indexingRows, insideFolders, problemRows, progressFolder, recordedEntry, timeAgo, unservedRows } from '../../src/sidebarModel';
+import { folderChoices, folderRows, historyRow, indexingRows, insideFolders, problemRows, progressFolder, recordedEntry, timeAgo, unservedRows, workspaceRows } from '../../src/sidebarModel';
 import type { FolderStatus, HistoryEntry, HistoryItem, StatusResult } from '../../src/protocol';
 import { answer, citation } from './fixtures';
 
@@ -105,4 +105,20 @@ test('unserved folders: named, "not served", the reason in the tooltip', () => {
   const rows = unservedRows({ folders: [], unserved: [{ uri: 'file:///home/me/code', docs: '/home/me/code', reason: 'no citeline.toml' }] });
   assert.deepEqual(rows, [{ uri: 'file:///home/me/code', label: 'code', description: 'not served', tooltip: '/home/me/code\nno citeline.toml' }]);
   assert.deepEqual(unservedRows({ folders: [] }), []);
+});
+
+test('no server running: the workspace folders, unmarked ones "not served", marked ones waiting for the server', () => {
+  const rows = workspaceRows(
+    [
+      { uri: 'file:///home/me/code', path: '/home/me/code', marked: false },
+      { uri: 'file:///home/me/notes', path: '/home/me/notes', marked: true },
+    ],
+    'stopped',
+  );
+  assert.deepEqual(rows.map((r) => [r.label, r.description]), [
+    ['code', 'not served'],
+    ['notes', 'not started'],
+  ]);
+  assert.match(rows[0].tooltip, /Index This Folder/);
+  assert.equal(workspaceRows([{ uri: 'file:///n', path: '/n', marked: true }], 'failed')[0].description, 'server not running');
 });
