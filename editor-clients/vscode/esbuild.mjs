@@ -43,10 +43,39 @@ function writeNotices(metafile) {
   );
 }
 
+/** The PDF viewer's webview script (browser, ES module); pdf.js itself is loaded at run time from dist/pdfjs/. */
+const viewerOptions = {
+  entryPoints: ['webview/pdfViewer.ts'],
+  bundle: true,
+  format: 'esm',
+  platform: 'browser',
+  target: 'es2022',
+  outfile: 'dist/webview/pdfViewer.js',
+  sourcemap: production ? false : 'linked',
+  minify: production,
+  logLevel: 'info',
+};
+
+/** pdf.js (pdfjs-dist, Apache-2.0), as published: its module and its worker, with its license. */
+function copyPdfjs() {
+  const from = path.join('node_modules', 'pdfjs-dist');
+  const to = path.join('dist', 'pdfjs');
+  fs.mkdirSync(to, { recursive: true });
+  for (const f of ['build/pdf.min.mjs', 'build/pdf.worker.min.mjs', 'LICENSE']) {
+    fs.copyFileSync(path.join(from, f), path.join(to, path.basename(f)));
+  }
+  const version = JSON.parse(fs.readFileSync(path.join(from, 'package.json'), 'utf8')).version;
+  fs.writeFileSync(path.join(to, 'VERSION'), `pdfjs-dist ${version}\n`);
+}
+
 if (watch) {
+  copyPdfjs();
   const ctx = await esbuild.context(options);
-  await ctx.watch();
+  const viewer = await esbuild.context(viewerOptions);
+  await Promise.all([ctx.watch(), viewer.watch()]);
 } else {
   const result = await esbuild.build(options);
   writeNotices(result.metafile);
+  await esbuild.build(viewerOptions);
+  copyPdfjs();
 }

@@ -52,6 +52,8 @@
       event.preventDefault();
       if (action.dataset.action === 'stop') {
         vscode.postMessage({ type: 'stop', entry: action.dataset.entry });
+      } else if (action.dataset.action === 'copy') {
+        vscode.postMessage({ type: 'copy', entry: action.dataset.entry });
       } else if (action.dataset.action === 'ask') {
         vscode.postMessage({ type: 'ask' });
       }

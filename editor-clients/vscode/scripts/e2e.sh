@@ -10,7 +10,12 @@
 # daemon (the repository's scripts/setup.sh when .venv/bin/citeline is missing).
 # Copies samples/ into a scratch workspace so the index does not land in the repo.
 #
-# Writes test-results/: answer.png (the answer panel), hover.png, citation.png,
+# Writes test-results/: sidebar-unserved.png, sidebar-indexing.png, sidebar-cancelled.png
+# (index the folder from the sidebar, cancel its indexing there), problems.png,
+# answer.png (the answer panel), copied-answer.md (the clipboard after Copy Answer),
+# citation.png, hover.png, history.png, closest.png (a "closest" answer's label),
+# pdf-viewer.png (the bundled viewer at the cited page, passage highlighted),
+# sidebar-history.png, history-reopened.png (after a window reload), history-stale.png,
 # e2e.log, and on failure failure.png plus the code-server and Citeline logs.
 #
 # Environment:

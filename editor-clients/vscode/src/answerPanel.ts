@@ -14,11 +14,13 @@ type FromPanel =
   | { type: 'ready' }
   | { type: 'open'; entry: string; kind: 'citation' | 'hit'; index: number }
   | { type: 'stop'; entry: string }
+  | { type: 'copy'; entry: string }
   | { type: 'ask' };
 
 export interface PanelHandlers {
   open(entry: AnswerEntry, located: Citation | Hit, column: vscode.ViewColumn | undefined): void;
   stop(entryId: string): void;
+  copy(entryId: string): void;
   ask(): void;
 }
 
@@ -94,6 +96,9 @@ export class AnswerPanel implements vscode.Disposable {
       case 'stop':
         this.handlers.stop(String(m.entry));
         break;
+      case 'copy':
+        this.handlers.copy(String(m.entry));
+        break;
       case 'ask':
         this.handlers.ask();
         break;
@@ -102,7 +107,7 @@ export class AnswerPanel implements vscode.Disposable {
 
   /** Adds a new question at the top (older ones beyond the history size drop off). */
   add(entry: AnswerEntry): void {
-    this.entries = trimHistory([entry, ...this.entries], this.maxHistory());
+    this.entries = trimHistory([entry, ...this.entries.filter((e) => e.id !== entry.id)], this.maxHistory());
     this.show(true);
     this.renderAll();
   }

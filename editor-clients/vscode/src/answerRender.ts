@@ -12,7 +12,7 @@ import { randomBytes } from 'node:crypto';
 
 import { parseAnswer, splitInlineCode } from './answerMarkup';
 import { fullLocation, similarity, splitMarkers, whereLabel } from './citations';
-import type { Answer, Citation, Hit } from './protocol';
+import { GradeLabels, type Answer, type Citation, type Grade, type Hit } from './protocol';
 
 export type EntryState = 'streaming' | 'done' | 'cancelled' | 'error';
 
@@ -30,6 +30,8 @@ export interface AnswerEntry {
   /** ms since epoch */
   startedAt: number;
   finishedAt?: number;
+  /** Reopened from the server's history: when it was asked, and whether its sources changed since. */
+  recorded?: { id: string; time: string; stale: boolean };
 }
 
 /**
@@ -150,7 +152,8 @@ export function renderCitations(entryId: string, citations: readonly Citation[])
   const items = citations.map(
     (c, index) =>
       `<li class="citation"><a href="#" class="cite" ${attr('data-entry', entryId)} data-kind="citation" ${attr('data-index', index)} ${placeAttrs(c)}` +
-      ` ${attr('title', `Open ${fullLocation(c)}`)}><span class="n">[${c.n}]</span> ${locationParts(c)}</a></li>`,
+      ` ${attr('title', `Open ${fullLocation(c)}`)}><span class="n">[${c.n}]</span> ${locationParts(c)}</a>` +
+      `${c.changed ? ' <span class="changed" title="This source changed or vanished since the answer">changed since</span>' : ''}</li>`,
   );
   return `<h3>Sources</h3><ol class="citations">${items.join('')}</ol>`;
 }
@@ -222,6 +225,48 @@ export function answerLabel(answer: Answer | undefined, model?: string): AnswerL
   return undefined;
 }
 
+/** The answer's grade as shown: the server's `grade_label` verbatim; `prominent` for the closest passages. */
+export interface GradeView {
+  grade: Grade | string;
+  text: string;
+  prominent: boolean;
+}
+
+/**
+ * The grade to show over an answer, or undefined for a server that does not grade
+ * (wire agreement A). The text is the server's `grade_label`; a graded answer
+ * without one gets the agreed label for its grade.
+ */
+export function gradeView(answer: Answer | undefined): GradeView | undefined {
+  if (!answer || typeof answer.grade !== 'string' || !answer.grade) {
+    return undefined;
+  }
+  const label = typeof answer.grade_label === 'string' && answer.grade_label.trim() ? answer.grade_label : GradeLabels[answer.grade as Grade];
+  if (!label) {
+    return undefined;
+  }
+  return { grade: answer.grade, text: label, prominent: answer.grade === 'closest' };
+}
+
+function renderGrade(view: GradeView): string {
+  const cls = `grade grade-${view.grade.replace(/[^a-z-]/gi, '')}${view.prominent ? ' prominent' : ''}`;
+  const icon = view.prominent ? '<span class="grade-icon" aria-hidden="true">⚠</span> ' : '';
+  return `<div ${attr('class', cls)} ${attr('data-grade', view.grade)} role="${view.prominent ? 'alert' : 'note'}">${icon}<span class="grade-text">${escapeHtml(view.text)}</span></div>`;
+}
+
+/** "Asked 2026-12-01 23:10 UTC" and, when a source changed since, a warning. */
+function renderRecorded(entry: AnswerEntry): string {
+  const r = entry.recorded;
+  if (!r) {
+    return '';
+  }
+  const when = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}/.test(r.time) ? `${r.time.slice(0, 10)} ${r.time.slice(11, 16)} UTC` : r.time;
+  const stale = r.stale
+    ? '<div class="stale" role="alert">Its sources changed since this answer: the cited lines may no longer say this. Ask again for a current answer.</div>'
+    : '';
+  return `<div class="recorded">From history · asked ${escapeHtml(when)}</div>${stale}`;
+}
+
 function renderLabel(label: AnswerLabel): string {
   const note = label.note ? `<span class="fallback"> · ${escapeHtml(label.note)}</span>` : '';
   return `<div class="mode mode-${label.mode}" role="note" ${attr('title', label.detail)}><span class="mode-text">${escapeHtml(label.text)}</span>${note}</div>`;
@@ -247,14 +292,24 @@ export function renderEntry(entry: AnswerEntry, options: { open?: boolean } = {}
   if (refused) {
     classes.push('refused');
   }
+  const grade = entry.state === 'done' ? gradeView(answer) : undefined;
+  if (grade) {
+    classes.push(`grade-${grade.grade.replace(/[^a-z-]/gi, '')}`);
+  }
+  if (entry.recorded?.stale) {
+    classes.push('stale-entry');
+  }
   const citations = answer?.citations ?? [];
-  const body: string[] = [];
+  const body: string[] = [renderRecorded(entry)];
 
   if (refused) {
+    const title = grade ? (/[.!?。]$/.test(grade.text) ? grade.text : `${grade.text}.`) : 'Not in your documents.';
     body.push(
-      '<div class="refusal" role="note"><span class="refusal-title">Not in your documents.</span> ' +
+      `<div class="refusal" role="note"${grade ? ` ${attr('data-grade', grade.grade)}` : ''}><span class="refusal-title">${escapeHtml(title)}</span> ` +
         'Citeline found nothing that answers this question, so it did not guess.</div>',
     );
+  } else if (grade) {
+    body.push(renderGrade(grade));
   }
   const label = entry.state === 'done' ? answerLabel(answer, entry.model) : undefined;
   if (label) {
@@ -278,11 +333,14 @@ export function renderEntry(entry: AnswerEntry, options: { open?: boolean } = {}
   }
   if (entry.state === 'done') {
     body.push(refused ? renderHits(entry.id, answer?.hits ?? []) : renderCitations(entry.id, citations));
+    if (answer && !refused) {
+      body.push(`<div class="actions"><button type="button" class="copy" data-action="copy" ${attr('data-entry', entry.id)} title="Copy the answer with its sources as Markdown">Copy answer</button></div>`);
+    }
   }
 
   const meta = [seconds(entry)].filter(Boolean).join(' · ');
   return (
-    `<details ${attr('class', classes.join(' '))} ${attr('id', `entry-${entry.id}`)} ${attr('data-entry', entry.id)}${open ? ' open' : ''}>` +
+    `<details ${attr('class', classes.join(' '))} ${attr('id', `entry-${entry.id}`)} ${attr('data-entry', entry.id)}${grade ? ` ${attr('data-grade', grade.grade)}` : ''}${open ? ' open' : ''}>` +
     `<summary><span class="question">${escapeHtml(entry.question)}</span>` +
     (meta ? ` <span class="meta">${escapeHtml(meta)}</span>` : '') +
     `</summary><div class="body" aria-live="polite">${body.join('')}</div></details>`

@@ -7,9 +7,11 @@ import * as vscode from 'vscode';
 import { settle, type AnswerEntry } from './answerRender';
 import { AnswerPanel } from './answerPanel';
 import { historySize } from './config';
+import { copyAnswer } from './copy';
 import { openLocated } from './openCitation';
 import { AskMethod, RequestCancelled, type Answer, type AskDelta, type AskParams } from './protocol';
 import { CitelineServer } from './server';
+import { folderChoices } from './sidebarModel';
 
 function errorCode(error: unknown): number | undefined {
   const code = (error as { code?: unknown })?.code;
@@ -24,6 +26,11 @@ export class Asker implements vscode.Disposable {
   readonly panel: AnswerPanel;
   private counter = 0;
   private readonly running = new Map<string, vscode.CancellationTokenSource>();
+  private readonly finished = new vscode.EventEmitter<AnswerEntry>();
+  /** Fires when an ask is over (answered, refused, stopped or failed). */
+  readonly onDidFinish = this.finished.event;
+  /** The folder last chosen in the folder picker (undefined: all folders). */
+  private lastFolder: string | undefined;
 
   constructor(
     extensionUri: vscode.Uri,
@@ -32,16 +39,34 @@ export class Asker implements vscode.Disposable {
     this.panel = new AnswerPanel(
       extensionUri,
       {
-        open: (_entry, located, column) => void openLocated(located, column),
+        open: (entry, located, column) => void openLocated(located, column, entry.answer),
         stop: (id) => this.stop(id),
+        copy: (id) => void copyAnswer(this.panel.history, id),
         ask: () => void this.askInteractive(),
       },
       historySize,
     );
   }
 
-  /** Prompts for a question and asks it. */
-  async askInteractive(): Promise<void> {
+  /**
+   * Prompts for a question and asks it. With several folders served, first asks
+   * which one (or all: the server picks the best match), unless `folder` is given.
+   */
+  async askInteractive(folder?: string): Promise<void> {
+    if (folder === undefined) {
+      const choices = folderChoices(this.server.status, this.lastFolder);
+      if (choices.length > 0) {
+        const picked = await vscode.window.showQuickPick(
+          choices.map((c) => ({ ...c, description: c.description })),
+          { title: 'Citeline: Ask which folder?', placeHolder: 'The documents folder to answer from', ignoreFocusOut: true },
+        );
+        if (!picked) {
+          return;
+        }
+        folder = picked.folder;
+        this.lastFolder = folder;
+      }
+    }
     const question = await vscode.window.showInputBox({
       title: 'Citeline: Ask a Question',
       prompt: 'Ask your documents. The answer cites the file, section, lines or page.',
@@ -49,12 +74,12 @@ export class Asker implements vscode.Disposable {
       ignoreFocusOut: true,
     });
     if (question && question.trim()) {
-      await this.ask(question.trim());
+      await this.ask(question.trim(), folder);
     }
   }
 
-  /** Asks one question; the answer streams into the panel. Resolves when it is done. */
-  async ask(question: string): Promise<AnswerEntry> {
+  /** Asks one question (of one folder, or of all); the answer streams into the panel. Resolves when it is done. */
+  async ask(question: string, folder?: string): Promise<AnswerEntry> {
     const id = String(++this.counter);
     const entry: AnswerEntry = { id, question, state: 'streaming', text: '', startedAt: Date.now() };
     this.panel.add(entry);
@@ -70,7 +95,7 @@ export class Asker implements vscode.Disposable {
           this.panel.update(entry);
         }
       });
-      const params: AskParams = { question, partialResultToken: token };
+      const params: AskParams = { question, partialResultToken: token, ...(folder ? { folder } : {}) };
       const answer = await vscode.window.withProgress(
         { location: vscode.ProgressLocation.Window, title: 'Citeline: answering…' },
         () => this.untilCancelled(client.sendRequest<Answer>(AskMethod, params, cts.token), cts.token),
@@ -100,6 +125,7 @@ export class Asker implements vscode.Disposable {
       cts.dispose();
       entry.finishedAt = Date.now();
       this.panel.update(entry, true);
+      this.finished.fire(entry);
     }
     return entry;
   }
@@ -138,5 +164,6 @@ export class Asker implements vscode.Disposable {
       cts.cancel();
     }
     this.panel.dispose();
+    this.finished.dispose();
   }
 }

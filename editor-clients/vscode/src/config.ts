@@ -24,19 +24,38 @@ function workspacePaths(): string[] {
   return (vscode.workspace.workspaceFolders ?? []).filter((f) => f.uri.scheme === 'file').map((f) => f.uri.fsPath);
 }
 
-/** The value the user set (folder > workspace > user), or undefined when only the default applies. */
-export function userValue(key: string): unknown {
-  const inspected = vscode.workspace.getConfiguration(SECTION).inspect(key);
+/**
+ * The value the user set (folder > workspace > user), or undefined when only the
+ * default applies. `scope`: the folder (or a file in it) whose folder-level
+ * settings count, in a multi-root workspace; without one, only workspace and user
+ * values are seen.
+ */
+export function userValue(key: string, scope?: vscode.Uri): unknown {
+  const inspected = vscode.workspace.getConfiguration(SECTION, scope ?? null).inspect(key);
   if (!inspected) {
     return undefined;
   }
   return inspected.workspaceFolderValue ?? inspected.workspaceValue ?? inspected.globalValue;
 }
 
-/** What the server gets as initializationOptions / didChangeConfiguration / workspace/configuration. */
-export function serverSettings(): { settings: CitelineSettings; problems: string[] } {
+/**
+ * What the server gets as initializationOptions / didChangeConfiguration /
+ * workspace/configuration. `scope`: a folder's URI (a `workspace/configuration`
+ * item's `scopeUri`): that folder's own settings (its `.vscode/settings.json` in a
+ * multi-root workspace) over the workspace's and the user's. Without a scope, in a
+ * single-folder workspace, that folder.
+ */
+export function serverSettings(scope?: vscode.Uri): { settings: CitelineSettings; problems: string[] } {
   const folders = workspacePaths();
-  return buildServerSettings(userValue, { baseDir: folders[0], workspaceFolder: folders[0], home: os.homedir() });
+  const wsFolders = vscode.workspace.workspaceFolders ?? [];
+  const resource = scope ?? (wsFolders.length === 1 ? wsFolders[0].uri : undefined);
+  const folder = (resource && vscode.workspace.getWorkspaceFolder(resource)?.uri.fsPath) ?? folders[0];
+  return buildServerSettings((key) => userValue(key, resource), { baseDir: folder, workspaceFolder: folder, home: os.homedir() });
+}
+
+/** `citeline.pdf.viewer` for a PDF: `builtin` (the bundled pdf.js viewer, default) or `external`. */
+export function pdfViewerSetting(resource?: vscode.Uri): 'builtin' | 'external' {
+  return vscode.workspace.getConfiguration(SECTION, resource ?? null).get<string>('pdf.viewer', 'builtin') === 'external' ? 'external' : 'builtin';
 }
 
 /** How to start the server, debugpy included when CITELINE_DEBUG_PORT is set. */

@@ -6,6 +6,7 @@
 import * as vscode from 'vscode';
 
 import { Asker } from './ask';
+import { registerAnswerFeatures } from './features';
 import { hoverMiddleware } from './hover';
 import { ServerSetup } from './install';
 import { searchSelection } from './search';
@@ -37,6 +38,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   const setup = new ServerSetup(context, s.output);
   s.locate = (cmd) => setup.locate(cmd, true);
   registerSetupFeatures(context, s, setup);
+  registerAnswerFeatures(context, s, asker);
   void s.startIfUseful();
 }
 

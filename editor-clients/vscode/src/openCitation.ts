@@ -5,6 +5,17 @@
 import * as vscode from 'vscode';
 
 import { citationTarget, fullLocation, localCopyDiffers, passageMarkdown, pdfPageUri, type CitationTarget, type Located } from './citations';
+import { pdfViewerSetting } from './config';
+import { citedText } from './pdfMatch';
+import type { Answer } from './protocol';
+
+/** The bundled PDF viewer (pdfViewer.ts), once registered: true when it showed the PDF. */
+type PdfOpener = (target: { uri: string; page: number }, label: string, text: ReturnType<typeof citedText>, avoid?: vscode.ViewColumn) => Promise<boolean>;
+let builtinPdf: PdfOpener | undefined;
+
+export function setPdfOpener(opener: PdfOpener | undefined): void {
+  builtinPdf = opener;
+}
 
 /** An installed extension's custom editor for `*.pdf`, if any. */
 export function findPdfViewer(): { viewType: string; extension: string } | undefined {
@@ -60,6 +71,11 @@ async function openText(target: Extract<CitationTarget, { kind: 'text' }>, avoid
   return editor;
 }
 
+/** Opens a PDF outside the bundled viewer: a PDF viewer extension, else the system's viewer (or VS Code's). */
+export async function openPdfExternally(target: { uri: string; page: number }, label: string, avoid?: vscode.ViewColumn): Promise<void> {
+  await openPdf({ kind: 'pdf', ...target }, label, avoid);
+}
+
 async function openPdf(target: Extract<CitationTarget, { kind: 'pdf' }>, label: string, avoid?: vscode.ViewColumn): Promise<void> {
   const withPage = vscode.Uri.parse(pdfPageUri(target.uri, target.page), true);
   const plain = vscode.Uri.parse(target.uri, true);
@@ -88,14 +104,24 @@ async function showPassage(c: Located, avoid?: vscode.ViewColumn): Promise<void>
   void vscode.window.showInformationMessage(`Citeline: your copy of ${c.path} differs from the team index; showing the indexed passage.`);
 }
 
-/** Opens what a citation or hit points at (its indexed passage when the local copy differs). */
-export async function openLocated(c: Located, avoid?: vscode.ViewColumn): Promise<void> {
+/**
+ * Opens what a citation or hit points at (its indexed passage when the local copy
+ * differs). A PDF opens in the bundled viewer at its page with the passage
+ * highlighted (`answer`: the answer it is cited by, for the text to highlight),
+ * unless `citeline.pdf.viewer` is `external`.
+ */
+export async function openLocated(c: Located & { n?: number }, avoid?: vscode.ViewColumn, answer?: Answer): Promise<void> {
   const target = citationTarget(c);
   try {
     if (localCopyDiffers(c)) {
       await showPassage(c, avoid);
     } else if (target.kind === 'pdf') {
-      await openPdf(target, c.path, avoid);
+      const builtin = builtinPdf && pdfViewerSetting(vscode.Uri.parse(target.uri, true)) === 'builtin';
+      if (!builtin || !(await builtinPdf!(target, c.path, citedText(c, answer), avoid))) {
+        if (!builtin) {
+          await openPdf(target, c.path, avoid);
+        }
+      }
     } else {
       await openText(target, avoid);
     }

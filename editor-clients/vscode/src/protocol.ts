@@ -112,8 +112,10 @@ export interface Citation {
   range: Range;
   /** Is the local file the indexed one? (absent from older servers: "same") */
   local_copy?: LocalCopy;
-  /** The cited passage from the index, when `local_copy` is not "same". */
+  /** The cited passage from the index, when `local_copy` is not "same" (and from servers that always send it). */
   text?: string;
+  /** History entries (`citeline/historyEntry`): the cited source changed or vanished since the answer. */
+  changed?: boolean;
 }
 
 /** Generation stopped early (the answer is then the extractive one, `fallback` says why). */
@@ -127,6 +129,16 @@ export type AnswerModeSetting = 'auto' | AnswerMode;
 
 /** Why a generative ask answered extractively. */
 export type Fallback = 'unsupported' | 'timeout' | 'cancelled' | 'context';
+
+/** How well an answer answers its question (wire agreement A). */
+export type Grade = 'answer' | 'closest' | 'refused';
+
+/** The server's labels for the grades, which clients show verbatim; these are what servers send today. */
+export const GradeLabels: Record<Grade, string> = {
+  answer: 'Answer',
+  closest: 'Closest passages — they may not answer the question',
+  refused: 'Not found in the documents',
+};
 
 export interface Answer {
   question: string;
@@ -143,8 +155,12 @@ export interface Answer {
   model?: string | null;
   /** Why a generative ask answered extractively; null otherwise. */
   fallback: Fallback | null;
-  /** The documents do not hold the answer. */
+  /** The documents do not hold the answer (exactly when `grade` is "refused"). */
   refused: boolean;
+  /** The answer's grade; absent from servers older than wire agreement A. */
+  grade?: Grade | string;
+  /** The server's human text for the grade, shown verbatim. */
+  grade_label?: string;
   generator_called: boolean;
   degraded: Degraded | null;
   /** The scorer's probability (0..1) that the evidence answers the question; null when not scored. */
@@ -183,6 +199,9 @@ export interface AskParams {
 export interface AskDelta {
   delta: string;
 }
+
+/** JSON-RPC error code of a request the server does not know (an older server). */
+export const MethodNotFound = -32601;
 
 /** JSON-RPC error code of a cancelled request (`$/cancelRequest`). */
 export const RequestCancelled = -32800;
@@ -250,10 +269,22 @@ export interface FolderStatus {
   read_only?: boolean;
 }
 
+/** A folder the editor opened that the server does not serve (wire agreement C), and why. */
+export interface UnservedFolder {
+  uri: FolderUri;
+  docs?: string;
+  reason: string;
+}
+
 export interface StatusResult {
   folders: FolderStatus[];
   models?: ModelNames;
+  /** Opened folders with neither `citeline.toml` nor `.citeline/`: `citeline/indexFolder` serves one. */
+  unserved?: UnservedFolder[];
 }
+
+/** `citeline/indexFolder` `{folder}`: serves the folder (writing a minimal citeline.toml); result: its FolderStatus. */
+export const IndexFolderMethod = 'citeline/indexFolder';
 
 // ---------------------------------------------------------------------------
 // citeline/reindex
@@ -283,6 +314,68 @@ export interface ReindexFolderReport {
 export interface ReindexResult {
   folders: ReindexFolderReport[];
 }
+
+// ---------------------------------------------------------------------------
+// History (wire agreement B): the asks the server recorded, per documents folder.
+// ---------------------------------------------------------------------------
+
+export const HistoryMethod = 'citeline/history';
+export const HistoryEntryMethod = 'citeline/historyEntry';
+export const HistoryDeleteMethod = 'citeline/historyDelete';
+
+export interface HistoryParams {
+  folder?: FolderUri;
+  /** Case-insensitive substring of the question or the answer. */
+  query?: string;
+  /** 1..200, default 50. */
+  limit?: number;
+  offset?: number;
+}
+
+/** One recorded ask, as listed. */
+export interface HistoryItem {
+  id: string;
+  /** ISO-8601 UTC. */
+  time: string;
+  folder: FolderUri;
+  question: string;
+  grade: Grade | string;
+  mode: AnswerMode | string | null;
+  /** At most 200 characters of the answer. */
+  preview: string;
+  /** Number of sources cited. */
+  sources: number;
+}
+
+export interface HistoryResult {
+  /** Newest first. */
+  entries: HistoryItem[];
+  total: number;
+}
+
+export interface HistoryEntryParams {
+  id: string;
+}
+
+/** A recorded answer: the `citeline/ask` result's shape, plus when, and whether its sources changed since. */
+export interface HistoryEntry extends Answer {
+  id: string;
+  time: string;
+  /** A cited source changed or vanished since the answer (each citation's `changed` says which). */
+  stale: boolean;
+}
+
+export interface HistoryDeleteParams {
+  id?: string;
+  folder?: FolderUri;
+}
+
+export interface HistoryDeleteResult {
+  deleted: number;
+}
+
+/** `window/workDoneProgress/cancel` (client -> server): stops the indexing that token reports on. */
+export const WorkDoneProgressCancelMethod = 'window/workDoneProgress/cancel';
 
 // ---------------------------------------------------------------------------
 // Hover: extra field the VS Code client adds to textDocument/hover params.

@@ -16,7 +16,7 @@ import {
 } from 'vscode-languageclient/node';
 
 import { hasDocumentsFolder, serverCommand, serverCwd, serverSettings } from './config';
-import { StatusMethod, type StatusResult } from './protocol';
+import { StatusMethod, WorkDoneProgressCancelMethod, type StatusResult } from './protocol';
 import { SECTION, formatCommand, needsRestart, type ServerCommand } from './settings';
 import type { ClientState, IndexProgress } from './statusModel';
 
@@ -48,6 +48,8 @@ export class CitelineServer implements vscode.Disposable {
   state: ClientState = 'stopped';
   commandLine = '';
   private indexingTokens = new Set<string | number>();
+  /** Every indexing run in progress, by its work-done token (one per folder being indexed). */
+  readonly indexing = new Map<string | number, IndexProgress>();
   private restartTimer: NodeJS.Timeout | undefined;
 
   /** Finds the server when the settings name none (install.ts), set before the first start. */
@@ -185,7 +187,9 @@ export class CitelineServer implements vscode.Disposable {
           if (!Array.isArray(others)) {
             return others;
           }
-          return params.items.map((item, i) => (item.section === SECTION ? serverSettings().settings : others[i]));
+          return params.items.map((item, i) =>
+            item.section === SECTION ? serverSettings(item.scopeUri ? vscode.Uri.parse(item.scopeUri) : undefined).settings : others[i],
+          );
         },
         // When the server registers for didChangeConfiguration, the client library
         // would send VS Code's whole configuration (defaults included) or `null`:
@@ -213,6 +217,7 @@ export class CitelineServer implements vscode.Disposable {
     this.status = undefined;
     this.progress = undefined;
     this.indexingTokens.clear();
+    this.indexing.clear();
     this.intentionalStop = false;
     client.onDidChangeState((e) => {
       if (client !== this.client) {
@@ -225,6 +230,7 @@ export class CitelineServer implements vscode.Disposable {
       } else {
         this.status = undefined;
         this.progress = undefined;
+        this.indexing.clear();
         this.setState(this.intentionalStop ? 'stopped' : 'failed');
       }
     });
@@ -285,6 +291,7 @@ export class CitelineServer implements vscode.Disposable {
       }
       this.indexingTokens.add(token);
       this.progress = { title: params.title, percentage: params.percentage, message: params.message };
+      this.indexing.set(token, this.progress);
     } else if (!this.indexingTokens.has(token)) {
       return;
     } else if (params.kind === 'report') {
@@ -293,11 +300,33 @@ export class CitelineServer implements vscode.Disposable {
         percentage: params.percentage ?? this.progress?.percentage,
         message: params.message ?? this.progress?.message,
       };
+      const run = this.indexing.get(token);
+      this.indexing.set(token, { ...run, percentage: params.percentage ?? run?.percentage, message: params.message ?? run?.message });
     } else if (params.kind === 'end') {
       this.indexingTokens.delete(token);
+      this.indexing.delete(token);
       this.progress = undefined;
     }
     this.changed.fire();
+  }
+
+  /**
+   * Cancels indexing (`window/workDoneProgress/cancel`, which the server's indexing
+   * progress accepts): the run of `token`, or every run. The server stops after the
+   * current file; the rest is picked up by the next reindex. Resolves to the number
+   * of runs asked to stop.
+   */
+  async cancelIndexing(token?: string | number): Promise<number> {
+    const client = this.running;
+    if (!client) {
+      return 0;
+    }
+    const tokens = token === undefined ? [...this.indexing.keys()] : this.indexing.has(token) ? [token] : [];
+    for (const t of tokens) {
+      this.output.appendLine(`[client] cancelling indexing (${String(t)})`);
+      await client.sendNotification(WorkDoneProgressCancelMethod, { token: t });
+    }
+    return tokens.length;
   }
 
   async stop(): Promise<void> {

@@ -104,6 +104,16 @@ export function summarizeStatus(
     return { overall: 'starting', text: '$(loading~spin) Citeline: starting', tooltip: 'Starting the Citeline server…' };
   }
   const folders = status.folders ?? [];
+  const unserved = status.unserved ?? [];
+  if (folders.length === 0 && unserved.length > 0) {
+    // Opened folders without citeline.toml or .citeline/ are not served (until the user asks).
+    const why = unserved.map((u) => `${folderName(u.uri)}: ${u.reason}`).join('\n');
+    return {
+      overall: 'empty',
+      text: `$(book) Citeline: ${unserved.length === 1 ? 'folder' : 'folders'} not indexed`,
+      tooltip: `${why}\nIndex a folder from the Citeline sidebar ("Index This Folder"). ${click}`,
+    };
+  }
   if (folders.length === 0 && options.expectFolders) {
     // The daemon reports before it has opened the workspace's folders.
     return { overall: 'starting', text: '$(loading~spin) Citeline: starting', tooltip: 'Opening the documents folders…' };

@@ -132,6 +132,77 @@ function expectedSelection(file, start, end) {
   return { line: last, selected: text.length, firstLine: lines[start - 1] };
 }
 
+/** The grade labels of wire agreement A, which the panel shows verbatim. */
+const GRADE_LABELS = {
+  answer: 'Answer',
+  closest: 'Closest passages — they may not answer the question',
+  refused: 'Not found in the documents',
+};
+
+/** The grade an entry shows: its data-grade and the label text, or undefined (a server without grades). */
+async function shownGrade(entry) {
+  const grade = await entry.getAttribute('data-grade');
+  if (!grade) return undefined;
+  const label = entry.locator('.grade .grade-text, .refusal-title').first();
+  const text = (await label.innerText()).replace(/\s+/g, ' ').trim().replace(/\.$/, '');
+  return { grade, text };
+}
+
+/** The first frame holding `selector` (webviews are nested frames). */
+async function frameWith(page, selector, timeoutMs) {
+  const end = Date.now() + timeoutMs;
+  while (Date.now() < end) {
+    for (const frame of page.frames()) {
+      try {
+        if ((await frame.locator(selector).count()) > 0) return frame;
+      } catch {
+        // frame detached while looking
+      }
+    }
+    await sleep(250);
+  }
+  throw new Error(`no webview with ${selector} appeared`);
+}
+
+/** Asks a question and waits for its entry to finish; returns the entry. */
+async function askAndWait(page, text) {
+  await askQuestion(page, text);
+  const frame = await answerFrame(page, 60_000);
+  const entry = frame.locator('#history .entry', { hasText: text }).first();
+  await entry.waitFor({ state: 'attached', timeout: 30_000 });
+  const end = Date.now() + ANSWER_TIMEOUT;
+  while (((await entry.getAttribute('class')) ?? '').includes('state-streaming')) {
+    if (Date.now() > end) throw new Error(`no answer to "${text}"`);
+    await sleep(200);
+  }
+  const cls = (await entry.getAttribute('class')) ?? '';
+  check(cls.includes('state-done'), `"${text}" did not finish: ${cls}`);
+  mark(`asked "${text}": ${cls}`);
+  return entry;
+}
+
+/** A row of the Citeline sidebar's trees whose accessible label starts with `prefix`. */
+function sidebarRow(page, prefix) {
+  return page.locator(`.part.sidebar .monaco-list-row[aria-label^="${prefix.replace(/"/g, '\\"')}"]`).first();
+}
+
+/** Documents Citeline indexes in a folder (what the sample set holds), the broken one left out. */
+function countDocuments(dir) {
+  let n = 0;
+  for (const entry of fs.readdirSync(dir, { withFileTypes: true })) {
+    if (entry.name.startsWith('.')) continue;
+    const p = path.join(dir, entry.name);
+    if (entry.isDirectory()) n += countDocuments(p);
+    else if (/\.(md|markdown|html?|pdf|txt)$/i.test(entry.name) && entry.name !== 'broken.pdf') n++;
+  }
+  return n;
+}
+
+/** The workbench clipboard (the browser's, which code-server's clipboard API writes). */
+async function readClipboard(page) {
+  return page.evaluate(() => navigator.clipboard.readText());
+}
+
 const profile = fs.mkdtempSync(path.join(os.tmpdir(), 'citeline-e2e-chromium-'));
 const context = await chromium.launchPersistentContext(profile, {
   executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
@@ -142,6 +213,7 @@ const context = await chromium.launchPersistentContext(profile, {
     '--disable-background-networking', '--disable-component-update', '--disable-sync',
   ],
 });
+await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: u.origin });
 let failed = false;
 const page = context.pages()[0] || (await context.newPage());
 page.on('pageerror', (e) => console.log('[pageerror]', String(e).slice(0, 300)));
@@ -150,9 +222,54 @@ try {
   await page.goto(`${u.origin}/?folder=${encodeURIComponent(workspace)}`, { waitUntil: 'domcontentloaded', timeout: 60_000 });
   await page.locator('.monaco-workbench').waitFor({ state: 'visible', timeout: 90_000 });
   mark('workbench visible');
+
+  // ---- the sidebar: an opened folder without citeline.toml is not served; index it from there ----
+  // (Opening the view also activates the extension where a window without a marked folder does not.)
+  await runCommand(page, 'Citeline: Focus on Folders View', 120_000);
+  const wsName = path.basename(workspace);
+  const unserved = sidebarRow(page, `${wsName} not served`);
+  await unserved.waitFor({ state: 'visible', timeout: READY_TIMEOUT });
+  mark(`sidebar: "${await unserved.getAttribute('aria-label')}"`);
   const status = citelineStatus(page);
   await status.waitFor({ state: 'visible', timeout: 120_000 });
   mark(`status bar: "${(await status.innerText()).trim()}"`);
+  check(!/Citeline: ready/.test(await status.innerText()), `status bar says ready for a folder that is not served: ${await status.innerText()}`);
+  await page.screenshot({ path: path.join(outDir, 'sidebar-unserved.png') });
+  await unserved.hover();
+  await unserved.locator('.action-label[aria-label="Index This Folder"]').click();
+  mark('clicked "Index This Folder" in the sidebar');
+  const tomlEnd = Date.now() + 60_000;
+  while (!fs.existsSync(path.join(workspace, 'citeline.toml')) && Date.now() < tomlEnd) await sleep(200);
+  check(fs.existsSync(path.join(workspace, 'citeline.toml')), 'Index This Folder wrote no citeline.toml');
+
+  // ---- indexing shows in the sidebar with Cancel; cancel it there ---------------------------
+  const indexingRow = sidebarRow(page, 'Indexing');
+  await indexingRow.waitFor({ state: 'visible', timeout: 120_000 });
+  mark(`sidebar: "${await indexingRow.getAttribute('aria-label')}"`);
+  await indexingRow.hover();
+  await page.screenshot({ path: path.join(outDir, 'sidebar-indexing.png') });
+  await indexingRow.locator('.action-label[aria-label="Cancel Indexing"]').click();
+  const cancelledAt = Date.now();
+  mark('clicked "Cancel Indexing" in the sidebar');
+  await indexingRow.waitFor({ state: 'detached', timeout: 120_000 });
+  mark(`indexing ended ${((Date.now() - cancelledAt) / 1000).toFixed(1)}s after the cancel`);
+  const docs = countDocuments(workspace);
+  const folderRow = sidebarRow(page, wsName);
+  await folderRow.waitFor({ state: 'visible', timeout: 30_000 });
+  let afterCancel = '';
+  const settleEnd = Date.now() + 30_000;
+  while (Date.now() < settleEnd) {
+    afterCancel = (await folderRow.getAttribute('aria-label')) ?? '';
+    if (!/^\S+ indexing/.test(afterCancel) && /\d+ files?/.test(afterCancel)) break;
+    await sleep(250);
+  }
+  const cancelledFiles = Number(/(\d+) files?/.exec(afterCancel)?.[1] ?? NaN);
+  mark(`after the cancel: "${afterCancel}" (${docs} documents in the folder)`);
+  check(cancelledFiles < docs, `the cancelled indexing still indexed every document (${cancelledFiles} of ${docs}): not cancelled`);
+  await page.screenshot({ path: path.join(outDir, 'sidebar-cancelled.png') });
+  // The rest is indexed by the next reindex.
+  await runCommand(page, 'Citeline: Reindex');
+
   let lastStatus = '';
   const readyEnd = Date.now() + READY_TIMEOUT;
   for (;;) {
@@ -161,7 +278,7 @@ try {
       mark(`status bar: "${text}"`);
       lastStatus = text;
     }
-    if (/Citeline: ready/.test(text)) break;
+    if (/Citeline: ready/.test(text) && Number(/(\d+) files?/.exec(text)?.[1] ?? 0) > cancelledFiles) break;
     if (/Citeline: (error|server failed|stopped)/.test(text)) throw new Error(`daemon state: ${text}`);
     if (Date.now() > readyEnd) throw new Error(`status bar not "ready" after ${READY_TIMEOUT / 1000}s: ${text}`);
     await sleep(250);
@@ -169,6 +286,11 @@ try {
   timings.ready = secs();
   const readyText = lastStatus;
   check(/\d+ files? · \d+ chunks?/.test(readyText), `ready status lacks file/chunk counts: ${readyText}`);
+  const readyFiles = Number(/(\d+) files?/.exec(readyText)?.[1]);
+  check(readyFiles > cancelledFiles, `Reindex did not index the rest after the cancel (${readyFiles} files, ${cancelledFiles} before)`);
+  const readyRow = sidebarRow(page, `${wsName} ready`);
+  await readyRow.waitFor({ state: 'visible', timeout: 30_000 });
+  mark(`sidebar: "${await readyRow.getAttribute('aria-label')}"`);
 
   // ---- diagnostics: the broken document's problem is in the Problems panel ----------------
   await page.keyboard.press('Control+Shift+M');
@@ -281,8 +403,50 @@ try {
   );
   check((await listed.innerText()).includes(quoted.marker), `source #${quoted.index} is not numbered ${quoted.marker}`);
   mark(`code blocks shown as code: ${await entry.locator('.answer pre.code').count()}, tables: ${await entry.locator('.answer table').count()}`);
+  // The grade (wire agreement A): the server's label, verbatim.
+  const grade = await shownGrade(entry);
+  check(grade, 'the answer shows no grade (data-grade and its label): the daemon must send "grade" and "grade_label"');
+  check(grade.text === GRADE_LABELS[grade.grade], `grade ${grade.grade} is labelled "${grade.text}", not "${GRADE_LABELS[grade.grade]}"`);
+  mark(`grade: ${grade.grade} ("${grade.text}")`);
   await page.screenshot({ path: path.join(outDir, 'answer.png') });
   mark(`screenshot ${path.join(outDir, 'answer.png')}`);
+
+  // ---- copy the answer: the panel's button, then the command -----------------------
+  await page.evaluate(() => navigator.clipboard.writeText(''));
+  await entry.locator('button[data-action="copy"]').click();
+  let copied = '';
+  const copyEnd = Date.now() + 15_000;
+  while (!copied && Date.now() < copyEnd) {
+    copied = await readClipboard(page);
+    if (!copied) await sleep(200);
+  }
+  check(copied.startsWith(`## ${question}\n`), `clipboard does not start with the question: ${JSON.stringify(copied.slice(0, 200))}`);
+  check(flatten(copied).includes(flatten(quoted.sentence)), `clipboard lacks the quoted sentence "${quoted.sentence}"`);
+  check(copied.includes(quoted.marker), `clipboard lacks the marker ${quoted.marker}`);
+  for (let i = 0; i < nCitations; i++) {
+    const c = citeLinks.nth(i);
+    const p = await c.getAttribute('data-path');
+    const lines = await c.getAttribute('data-lines');
+    const pg = await c.getAttribute('data-page');
+    const n = /\[(\d+)\]/.exec(await c.innerText())?.[1];
+    const [a, b] = (lines ?? '').split('-');
+    const place = pg ? `${p}, page ${pg}` : a === b ? `${p}:${a}` : `${p}:${a}-${b}`;
+    const anchor = pg ? `#page=${pg}` : a === b ? `#L${a}` : `#L${a}-L${b}`;
+    const row = copied.split('\n').find((l) => l.startsWith(`- [${n}] [${place}](file://`));
+    check(row && row.includes(`${anchor})`), `clipboard lacks source [${n}] as "${place}" linked to ${anchor}: ${JSON.stringify(copied)}`);
+  }
+  fs.writeFileSync(path.join(outDir, 'copied-answer.md'), copied);
+  mark(`Copy answer button: ${copied.split('\n').length} lines of Markdown on the clipboard (copied-answer.md)`);
+  await page.evaluate(() => navigator.clipboard.writeText(''));
+  await runCommand(page, 'Citeline: Copy Answer');
+  let copiedByCommand = '';
+  const cmdEnd = Date.now() + 15_000;
+  while (!copiedByCommand && Date.now() < cmdEnd) {
+    copiedByCommand = await readClipboard(page);
+    if (!copiedByCommand) await sleep(200);
+  }
+  check(copiedByCommand === copied, `"Citeline: Copy Answer" copied something else: ${JSON.stringify(copiedByCommand.slice(0, 200))}`);
+  mark('"Citeline: Copy Answer" put the same Markdown on the clipboard');
 
   // ---- jump to a (text) citation ---------------------------------------------------
   // A marker in the text if it points at a text file, else the first text citation listed.
@@ -369,21 +533,6 @@ try {
     mark(`opened ${rowFile}`);
   }
 
-  // ---- a PDF citation opens the PDF and says which page ----------------------------------
-  const pdfLink = frame.locator('#history .entry').first().locator('ol.citations a.cite[data-page]').first();
-  if ((await pdfLink.count()) > 0) {
-    const pdfPath = await pdfLink.getAttribute('data-path');
-    const pdfPage = await pdfLink.getAttribute('data-page');
-    await pdfLink.click();
-    const toast = page.locator('.notifications-toasts .notification-list-item', { hasText: `page ${pdfPage}` }).first();
-    await toast.waitFor({ state: 'visible', timeout: 30_000 });
-    await page.locator('.tabs-container .tab', { hasText: path.posix.basename(pdfPath) }).first().waitFor({ state: 'visible', timeout: 30_000 });
-    mark(`PDF citation: ${pdfPath} opened; message: ${JSON.stringify((await toast.innerText()).split('\n')[0])}`);
-    await page.screenshot({ path: path.join(outDir, 'pdf.png') });
-  } else {
-    mark('no PDF citation in this answer: PDF opening not exercised');
-  }
-
   // ---- a second question: the history keeps both -------------------------------------
   const second = opt('second-question', 'What is the boiling point of tungsten on Mars?');
   await askQuestion(page, second);
@@ -401,6 +550,122 @@ try {
   const secondCls = (await newest.getAttribute('class')) ?? '';
   mark(`second question ("${second}"): ${secondCls}; ${secondCls.includes('refused') ? 'refused, as it should' : 'NOT refused'}`);
   await page.screenshot({ path: path.join(outDir, 'history.png') });
+
+  // ---- a closest answer: its grade label, prominent, above the quoted passages -------------
+  // Where the line between "answer" and "closest" falls is the server's calibration: the
+  // first of these everyday questions it grades "closest" is the one checked.
+  const closestCandidates = opt('closest-question') ? [opt('closest-question')] : ['how do I install it', 'Is it any good?', 'What can I do with it?', 'how does it work'];
+  let closest;
+  let closestGrade;
+  let closestQuestion;
+  const gradedAs = [];
+  for (const q of closestCandidates) {
+    const e = await askAndWait(page, q);
+    const g = await shownGrade(e);
+    gradedAs.push(`"${q}": ${g?.grade ?? 'no grade'}`);
+    if (g?.grade === 'closest') {
+      closest = e;
+      closestGrade = g;
+      closestQuestion = q;
+      break;
+    }
+  }
+  check(closest, `no question was graded closest (${gradedAs.join(', ')}); pass --closest-question`);
+  check(closestGrade.text === GRADE_LABELS.closest, `closest label is "${closestGrade.text}"`);
+  const closestLabel = closest.locator('.grade.prominent');
+  check(await closestLabel.isVisible(), 'the closest label is not shown prominently');
+  const labelBox = await closestLabel.boundingBox();
+  const closestAnswerBox = await closest.locator('.answer').boundingBox();
+  check(labelBox && closestAnswerBox && labelBox.y < closestAnswerBox.y, 'the closest label is not above the answer');
+  check((await closest.locator('ol.citations a.cite').count()) >= 1, 'a closest answer lists no sources');
+  mark(`closest: "${closestGrade.text}" shown prominently over ${await closest.locator('ol.citations a.cite').count()} source(s)`);
+  await page.screenshot({ path: path.join(outDir, 'closest.png') });
+
+  // ---- a PDF citation opens the bundled viewer at its page, the passage highlighted --------
+  const pdfQuestion = opt('pdf-question', 'What does the guide say about PDF pages?');
+  const pdfEntry = await askAndWait(page, pdfQuestion);
+  const pdfMarker = pdfEntry.locator('.answer a.marker[data-page]').first();
+  check((await pdfMarker.count()) === 1, `"${pdfQuestion}" cites no PDF page in its text (pass --pdf-question)`);
+  const pdfPath = await pdfMarker.getAttribute('data-path');
+  const pdfPage = Number(await pdfMarker.getAttribute('data-page'));
+  const pdfN = (await pdfMarker.innerText()).trim();
+  const pdfQuote = await pdfEntry.locator('.answer').evaluate((root, n) => {
+    let text = '';
+    const out = [];
+    const visit = (node) => {
+      for (const child of node.childNodes) {
+        if (child.nodeType === Node.TEXT_NODE) text += child.nodeValue;
+        else if (child.nodeType === Node.ELEMENT_NODE && child.matches('a.marker')) {
+          if (child.textContent === n) out.push(text);
+          text = '';
+        } else if (child.nodeType === Node.ELEMENT_NODE) visit(child);
+      }
+    };
+    visit(root);
+    return out.join(' ');
+  }, pdfN);
+  mark(`PDF citation ${pdfN} -> ${pdfPath} page ${pdfPage}; quoted: ${JSON.stringify(pdfQuote.slice(0, 160))}`);
+  await pdfMarker.click();
+  const viewerFrame = await frameWith(page, '#viewer[data-state="rendered"]', 60_000);
+  const viewer = viewerFrame.locator('#viewer');
+  check(Number(await viewer.getAttribute('data-page')) === pdfPage, `the viewer shows page ${await viewer.getAttribute('data-page')}, not ${pdfPage}`);
+  const nHighlights = Number(await viewer.getAttribute('data-highlights'));
+  check(nHighlights >= 1, 'the viewer highlights nothing on the cited page');
+  const highlighted = flatten((await viewerFrame.locator('.hl').evaluateAll((els) => els.map((e) => e.dataset.text))).join(' ')).toLowerCase();
+  const quoteWords = flatten(pdfQuote).toLowerCase().split(/[^\p{L}\p{N}]+/u).filter(Boolean);
+  const found = quoteWords.filter((w) => highlighted.includes(w)).length;
+  check(quoteWords.length > 0 && found / quoteWords.length >= 0.8, `the highlight does not hold the quoted sentence (${found} of ${quoteWords.length} words): ${highlighted.slice(0, 300)}`);
+  check((await viewerFrame.locator('canvas#page-canvas').evaluate((c) => c.width)) > 100, 'the page was not drawn');
+  await page.locator('.tabs-container .tab', { hasText: `${path.posix.basename(pdfPath)} · page ${pdfPage}` }).first().waitFor({ state: 'visible', timeout: 10_000 });
+  mark(`PDF viewer: ${pdfPath} at page ${pdfPage} of ${await viewer.getAttribute('data-pages')}, ${nHighlights} highlight box(es), ${found}/${quoteWords.length} quoted words highlighted`);
+  await page.screenshot({ path: path.join(outDir, 'pdf-viewer.png') });
+
+  // ---- the sidebar lists the answers; history survives a window reload ------------------
+  await runCommand(page, 'Citeline: Focus on Recent Answers View');
+  for (const q of [question, second, closestQuestion, pdfQuestion]) {
+    // (Recent Answers lists every question asked; these four are checked.)
+    await sidebarRow(page, q).waitFor({ state: 'visible', timeout: 30_000 });
+  }
+  mark(`Recent Answers lists the four questions`);
+  check(/closest passages/.test((await sidebarRow(page, closestQuestion).getAttribute('aria-label')) ?? ''), 'the closest answer is not marked in Recent Answers');
+  await page.screenshot({ path: path.join(outDir, 'sidebar-history.png') });
+
+  await runCommand(page, 'Developer: Reload Window');
+  await page.waitForTimeout(2000);
+  await page.locator('.monaco-workbench').waitFor({ state: 'visible', timeout: 90_000 });
+  const statusAfter = citelineStatus(page);
+  await statusAfter.waitFor({ state: 'visible', timeout: 120_000 });
+  const reloadEnd = Date.now() + READY_TIMEOUT;
+  while (!/Citeline: ready/.test(await statusAfter.innerText())) {
+    if (Date.now() > reloadEnd) throw new Error(`not ready after the reload: ${await statusAfter.innerText()}`);
+    await sleep(250);
+  }
+  mark(`reloaded: status bar "${(await statusAfter.innerText()).trim()}"`);
+  await runCommand(page, 'Citeline: Focus on Recent Answers View');
+  const kept = sidebarRow(page, question);
+  await kept.waitFor({ state: 'visible', timeout: 60_000 });
+  mark(`after the reload, Recent Answers still lists "${question}"`);
+  await kept.click();
+  const panelAfter = await answerFrame(page, 60_000);
+  const reopened = panelAfter.locator('#history .entry', { hasText: question }).first();
+  await reopened.waitFor({ state: 'attached', timeout: 30_000 });
+  check((await reopened.locator('.recorded').count()) === 1, 'the reopened answer does not say it is from history');
+  check(flatten(await reopened.locator('.answer').innerText()) === flatten(answerText), 'the reopened answer is not the answer given before the reload');
+  check((await reopened.locator('ol.citations a.cite').count()) === nCitations, 'the reopened answer lost its sources');
+  check((await reopened.locator('.stale').count()) === 0, 'an answer whose sources did not change says they changed');
+  mark(`reopened from history: "${(await reopened.locator('.recorded').innerText()).trim()}", ${nCitations} source(s), not stale`);
+  await page.screenshot({ path: path.join(outDir, 'history-reopened.png') });
+
+  // ---- a stale answer: its cited file changed since -----------------------------------------
+  const citedFile = path.join(workspace, ...quoted.path.split('/'));
+  fs.appendFileSync(citedFile, '\n\nA paragraph added after the answer was given.\n');
+  await sleep(3000);
+  await runCommand(page, 'Citeline: Focus on Recent Answers View');
+  await sidebarRow(page, question).click();
+  const stale = (await answerFrame(page, 30_000)).locator('#history .entry', { hasText: question }).first().locator('.stale');
+  await stale.waitFor({ state: 'visible', timeout: 30_000 });
+  mark(`after editing ${quoted.path}: "${(await stale.innerText()).trim()}"`);
+  await page.screenshot({ path: path.join(outDir, 'history-stale.png') });
 
   // ---- status view ---------------------------------------------------------------
   await citelineStatus(page).click();

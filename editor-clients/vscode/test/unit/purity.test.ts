@@ -4,7 +4,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { test } from 'node:test';
 
-const PURE = ['protocol.ts', 'citations.ts', 'answerMarkup.ts', 'answerRender.ts', 'settings.ts', 'statusModel.ts', 'serverSetup.ts'];
+const PURE = ['protocol.ts', 'citations.ts', 'answerMarkup.ts', 'answerRender.ts', 'settings.ts', 'statusModel.ts', 'serverSetup.ts', 'answerCopy.ts', 'sidebarModel.ts', 'pdfMatch.ts', 'pdfViewerPage.ts'];
 
 test('pure modules import nothing from vscode', () => {
   const src = path.join(__dirname, '..', '..', '..', 'src');

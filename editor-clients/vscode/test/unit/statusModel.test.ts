@@ -90,3 +90,16 @@ test('a team index shows its collection and generation in the status bar and the
   const own = summarizeStatus(status(folder()), undefined, 'running');
   assert.doesNotMatch(own.text, /cloud/);
 });
+
+test('opened folders the server does not serve: "not indexed", with the reason, never "starting" forever', () => {
+  const s = summarizeStatus(
+    { folders: [], unserved: [{ uri: 'file:///home/me/code', docs: '/home/me/code', reason: 'not served: no citeline.toml or .citeline/ folder in it' }] },
+    undefined,
+    'running',
+    { expectFolders: true },
+  );
+  assert.equal(s.overall, 'empty');
+  assert.equal(s.text, '$(book) Citeline: folder not indexed');
+  assert.match(s.tooltip, /code: not served: no citeline\.toml/);
+  assert.match(s.tooltip, /Index This Folder/);
+});
