@@ -100,7 +100,7 @@ def test_the_defaults_are_what_loading_gives_and_follow_the_model(tmp_path: Path
 
 # The VS Code settings the client keeps for itself (not part of the server's settings).
 CLIENT_ONLY = {"server.command", "server.python", "folders", "hover.mode", "answers.history"}
-CLIENT_ONLY |= {"trace.server"}
+CLIENT_ONLY |= {"trace.server", "server.wheelhouse", "pdf.viewer"}
 
 
 def test_vscode_shows_the_servers_defaults_or_none_where_the_model_decides() -> None:
