@@ -25,7 +25,7 @@ sys.path.insert(0, str(REPO / "tests"))
 
 from citeline.app import ModelPool, open_workspace  # noqa: E402
 from citeline.settings import Settings  # noqa: E402
-from torture import churn, crashes, damage, fuzz, hostile  # noqa: E402
+from torture import churn, confinement, crashes, damage, fuzz, hostile  # noqa: E402
 
 
 def rss_mb() -> float:
@@ -78,6 +78,12 @@ def damaged_index(work: Path) -> dict[str, Any]:
     }
 
 
+def confined_settings(work: Path) -> dict[str, Any]:
+    results = confinement.run_all(work / "confinement")
+    failed = {name: why for name, why in results.items() if why is not None}
+    return {"cases": len(results), "held": len(results) - len(failed), "failed": failed}
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--rounds", type=int, default=100, help="kill -9 rounds")
@@ -92,6 +98,7 @@ def main() -> int:
         started = time.monotonic()
         figures["hostile"] = hostile_files(work)
         figures["damage"] = damaged_index(work)
+        figures["confinement"] = confined_settings(work)
         figures["fuzz"] = [
             fuzz.run(
                 t,
@@ -132,6 +139,13 @@ def _print(f: dict[str, Any]) -> None:
         print(f"  {name}: {why}")
     print(f"damaged index: {d['recovered']}/{d['kinds']} kinds recovered")
     for name, why in d["failed"].items():
+        print(f"  {name}: {why}")
+    n = f["confinement"]
+    print(
+        f"index path from the folder's citeline.toml: {n['held']}/{n['cases']} cases with"
+        " nothing outside the folder moved, renamed or written"
+    )
+    for name, why in n["failed"].items():
         print(f"  {name}: {why}")
     for z in f["fuzz"]:
         print(

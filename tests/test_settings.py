@@ -153,3 +153,20 @@ def test_a_team_index_is_one_setting_and_never_keeps_a_password_from_the_file(
     bad, warnings = load_settings(tmp_path, {"index": {"store": "mysql://h/db"}})
     assert bad.index.store == settings.index.store and any("postgresql://" in w for w in warnings)
     assert not Settings().index.team and Settings().index.collection_name == "default"
+
+
+def test_an_index_path_from_the_folder_file_stays_inside_the_folder(tmp_path: Path) -> None:
+    docs = tmp_path / "docs"
+    (docs / "sub").mkdir(parents=True)
+    (docs / "out").symlink_to(tmp_path)
+    for raw in ("~/.bashrc", "/etc/x", "../x", ".", "out", "out/idx", "sub/../../x"):
+        (docs / "citeline.toml").write_text(f'[index]\npath = "{raw}"\n')
+        settings, warnings = load_settings(docs)
+        assert settings.index.path == "" and settings.index_dir(docs) == docs / ".citeline"
+        assert len(warnings) == 1 and "[index] path" in warnings[0] and "refused" in warnings[0]
+    (docs / "citeline.toml").write_text('[index]\npath = "sub/idx"\n')
+    settings, warnings = load_settings(docs)
+    assert warnings == [] and settings.index_dir(docs) == docs / "sub" / "idx"
+    # the user's own settings (editor, command line) may put it anywhere
+    settings, warnings = load_settings(docs, {"index": {"path": str(tmp_path / "elsewhere")}})
+    assert warnings == [] and settings.index_dir(docs) == tmp_path / "elsewhere"

@@ -190,6 +190,10 @@ def open_workspace(
         chunking=settings.chunking,
     )
     index_dir = settings.index_dir(docs_root)
+    if settings.index.path:  # a place the settings chose: used only if it is an index's
+        from citeline.backends.embedded import check_configured_folder
+
+        check_configured_folder(index_dir)
     try:
         if settings.index.team:  # the folder keeps only the ask log
             index_dir.mkdir(parents=True, exist_ok=True)

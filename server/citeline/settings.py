@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import os
 import tomllib
 import urllib.parse
 from collections.abc import Callable, Mapping
@@ -259,6 +260,7 @@ def read_settings_file(docs_root: Path, warnings: list[str]) -> Mapping[str, Any
         warnings.append(f"{path}: {exc}; using defaults")
         return {}
     index = values.get("index")
+    confine_index_path(docs_root, index, warnings)
     store = index.get("store") if isinstance(index, dict) else None
     if isinstance(index, dict) and isinstance(store, str) and store_password(store):
         # A file in the documents folder is shared (checked in): never a secret there.
@@ -268,6 +270,41 @@ def read_settings_file(docs_root: Path, warnings: list[str]) -> Mapping[str, Any
         )
         index["store"] = _store_url(store, lambda key: key != "password")
     return values
+
+
+def confine_index_path(docs_root: Path, index: object, warnings: list[str]) -> None:
+    """Drop an ``[index] path`` of the folder's own ``citeline.toml`` that leads out of
+    the folder (``~``, an absolute path, ``..``, a symlink out) or is the folder itself,
+    saying why.  A file in the folder may be anyone's (a cloned repository): it never
+    makes Citeline write, move or rename anything outside it.  The user's own settings
+    (the editor's, the command line's) may put the index anywhere."""
+    if not isinstance(index, dict) or not isinstance(index.get("path"), str):
+        return
+    raw: str = index["path"]
+    if not raw or index_path_inside(docs_root, raw):
+        return
+    del index["path"]
+    warnings.append(
+        f"{SETTINGS_FILE}: [index] path = {raw!r} is outside the documents folder; refused"
+        " (a file in the folder may not place the index elsewhere: set index.path in your"
+        " own editor settings for that); using .citeline"
+    )
+
+
+def index_path_inside(docs_root: Path, raw: str) -> bool:
+    """Whether ``raw`` (as a folder's settings file gives it) names a place strictly
+    inside ``docs_root`` once ``~``, ``..`` and symlinks are resolved."""
+    if raw.startswith("~"):
+        return False
+    path = Path(raw)
+    if path.is_absolute():
+        return False
+    try:
+        real_root = Path(os.path.realpath(docs_root))
+        real = Path(os.path.realpath(docs_root / path))
+    except (OSError, ValueError):
+        return False
+    return real_root in real.parents
 
 
 def load_settings(docs_root: Path, *overrides: Mapping[str, Any]) -> tuple[Settings, list[str]]:

@@ -45,6 +45,7 @@ from citeline.backends.sqlite.store import (
 )
 from citeline.core.documents import Chunk
 from citeline.core.embedding import FloatMatrix
+from citeline.core.errors import BackendError
 from citeline.core.index import (
     FileRecord,
     IndexCounts,
@@ -61,6 +62,55 @@ STORE_FILE = "index.sqlite3"
 VECTORS_FILE = "vectors.faiss"
 KEYWORDS_FILE = "keywords.postings"
 LOCK_FILE = "lock"
+
+
+class IndexFolderRefused(BackendError):
+    """A configured index folder holds something that is not a Citeline index: it is
+    left as it is, never moved aside as if it were a damaged index."""
+
+
+def check_configured_folder(index_dir: Path) -> None:
+    """Refuse an index folder set by ``[index] path`` that is not Citeline's to use.
+
+    Only the default ``.citeline`` (Citeline's own name) is repaired by moving what is
+    in its way aside.  A configured place must be missing, an empty folder, or a
+    folder that already holds a Citeline index; a file (``README.md``, ``~/.bashrc``),
+    a symlink or a folder of other things there is left untouched and the index is
+    not opened, with one line saying why (:class:`IndexFolderRefused`).
+    """
+    try:
+        info = os.lstat(index_dir)
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        raise IndexFolderRefused(f"cannot use {index_dir} as the index folder: {exc}") from exc
+    fix = "; Citeline leaves it alone (change [index] path)"
+    if stat.S_ISLNK(info.st_mode):
+        raise IndexFolderRefused(f"the index folder {index_dir} is a symlink{fix}")
+    if not stat.S_ISDIR(info.st_mode):
+        raise IndexFolderRefused(f"the index folder {index_dir} is a file, not an index{fix}")
+    try:
+        names = set(os.listdir(index_dir))
+    except OSError as exc:
+        raise IndexFolderRefused(f"cannot use {index_dir} as the index folder: {exc}") from exc
+    if names and STORE_FILE not in names and not _own_gitignore(index_dir / ".gitignore"):
+        raise IndexFolderRefused(
+            f"the index folder {index_dir} holds other files and no Citeline index{fix}"
+        )
+
+
+def _own_gitignore(path: Path) -> bool:
+    """Whether ``path`` is the ``.gitignore`` Citeline writes in its index folders."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return False
+    try:
+        return stat.S_ISREG(os.fstat(fd).st_mode) and os.read(fd, 64).startswith(b"# Citeline")
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
 
 
 class EmbeddedIndex:
