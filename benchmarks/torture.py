@@ -25,7 +25,15 @@ sys.path.insert(0, str(REPO / "tests"))
 
 from citeline.app import ModelPool, open_workspace  # noqa: E402
 from citeline.settings import Settings  # noqa: E402
-from torture import churn, confinement, crashes, damage, fuzz, hostile  # noqa: E402
+from torture import (  # noqa: E402
+    bad_settings,
+    churn,
+    confinement,
+    crashes,
+    damage,
+    fuzz,
+    hostile,
+)
 
 
 def rss_mb() -> float:
@@ -84,6 +92,18 @@ def confined_settings(work: Path) -> dict[str, Any]:
     return {"cases": len(results), "held": len(results) - len(failed), "failed": failed}
 
 
+def checked_settings(work: Path) -> dict[str, Any]:
+    results = bad_settings.run_all(work / "settings")
+    failed = {name: why for name, why in results.items() if why is not None}
+    flood = next(c for c in bad_settings.CASES if c.name == "20,000 unknown keys")
+    return {
+        "kinds": len(results),
+        "held": len(results) - len(failed),
+        "failed": failed,
+        "messages_per_20000_unknown_keys": flood.warnings,
+    }
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--rounds", type=int, default=100, help="kill -9 rounds")
@@ -99,6 +119,7 @@ def main() -> int:
         figures["hostile"] = hostile_files(work)
         figures["damage"] = damaged_index(work)
         figures["confinement"] = confined_settings(work)
+        figures["settings"] = checked_settings(work)
         figures["fuzz"] = [
             fuzz.run(
                 t,
@@ -146,6 +167,14 @@ def _print(f: dict[str, Any]) -> None:
         " nothing outside the folder moved, renamed or written"
     )
     for name, why in n["failed"].items():
+        print(f"  {name}: {why}")
+    b = f["settings"]
+    print(
+        f"bad settings: {b['held']}/{b['kinds']} kinds a bounded warning and the default,"
+        f" search and ask answering; {b['messages_per_20000_unknown_keys']} messages for"
+        " 20,000 unknown keys"
+    )
+    for name, why in b["failed"].items():
         print(f"  {name}: {why}")
     for z in f["fuzz"]:
         print(

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from citeline.core.embedding import Embedder
+from citeline.core.errors import BackendError
 from citeline.core.generation import Generator
 from citeline.core.index import DocumentIndex, IndexIdentity
 from citeline.core.ingest import Ingestor
@@ -155,7 +156,11 @@ class ModelPool:
         # Only the model decides which reranker is loaded; candidates is retrieval's.
         key = replace(settings, candidates=0)
         if key not in self.rerankers:
-            self.rerankers[key] = make_reranker(key)
+            try:
+                self.rerankers[key] = make_reranker(key)
+            except BackendError as exc:  # a file that is not a reranker: search without
+                log.warning("%s; searching without a reranker", exc)
+                self.rerankers[key] = None
         return self.rerankers[key]
 
     def generation_name(self, settings: GenerationSettings) -> str:

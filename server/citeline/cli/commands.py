@@ -50,7 +50,7 @@ def _open(
         overrides["embedding"] = {"model": args.model}
     if getattr(args, "reranker", None):
         overrides["reranking"] = {"model": args.reranker}
-    settings, _ = load_settings(docs, overrides)
+    settings, _ = load_settings(docs, overrides, sources=("command line",))
     workspace = open_workspace(docs, settings, write_collection=write_collection)
     if getattr(args, "seed_from", None):
         try:
