@@ -33,6 +33,7 @@ from torture import (  # noqa: E402
     damage,
     fuzz,
     hostile,
+    starvation,
 )
 
 
@@ -104,6 +105,12 @@ def checked_settings(work: Path) -> dict[str, Any]:
     }
 
 
+def starving_tcp(work: Path) -> list[dict[str, object]]:
+    return [
+        starvation.run(work / f"starve-{n}", attackers=n, attempts=80).to_json() for n in (8, 64)
+    ]
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--rounds", type=int, default=100, help="kill -9 rounds")
@@ -120,6 +127,7 @@ def main() -> int:
         figures["damage"] = damaged_index(work)
         figures["confinement"] = confined_settings(work)
         figures["settings"] = checked_settings(work)
+        figures["starvation"] = starving_tcp(work)
         figures["fuzz"] = [
             fuzz.run(
                 t,
@@ -176,6 +184,13 @@ def _print(f: dict[str, Any]) -> None:
     )
     for name, why in b["failed"].items():
         print(f"  {name}: {why}")
+    for t in f["starvation"]:
+        print(
+            f"TCP beside {t['attackers']} idle reconnecting connections: token holder served"
+            f" {t['served']}/{t['attempts']} (p95 {t['p95_ms']} ms; {t['attacker_connections']}"
+            f" starving connections made); SIGTERM exit {t['sigterm_exit']}, token file left:"
+            f" {t['token_file_left']}, clean close: {t['clean_close']}"
+        )
     for z in f["fuzz"]:
         print(
             f"fuzz ({z['transport']}): {z['messages']} messages, {z['crashes']} crashes,"
