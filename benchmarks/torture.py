@@ -33,6 +33,8 @@ from torture import (  # noqa: E402
     damage,
     fuzz,
     hostile,
+    pdf_crashes,
+    pdfs,
     starvation,
 )
 
@@ -111,12 +113,61 @@ def starving_tcp(work: Path) -> list[dict[str, object]]:
     ]
 
 
+def pdf_parsing(work: Path, big_pages: int) -> dict[str, Any]:
+    """Crashing PDFs through `citeline index` and a daemon; outline reading time; what
+    the parse child costs a small PDF; searches while a big PDF is read."""
+    from citeline.backends.parsing import ParseChild
+    from citeline.core.loaders import parse_document
+
+    verdicts = pdf_crashes.through_index(work / "pdf")
+    verdicts["daemon"] = pdf_crashes.through_daemon(work / "pdf-daemon")
+    failed = {name: why for name, why in verdicts.items() if why is not None}
+    child = ParseChild(seconds=600)
+    small = pdfs.outline_pdf(3, deep=False, pages=1)
+    path = Path("small.pdf")
+    parse_document(small, path, "small.pdf")  # PyMuPDF imported here too
+    child.parse(small, path, "small.pdf")
+    here, there = [], []
+    for _ in range(30):
+        started = time.perf_counter()
+        parse_document(small, path, "small.pdf")
+        here.append(time.perf_counter() - started)
+        started = time.perf_counter()
+        child.parse(small, path, "small.pdf")
+        there.append(time.perf_counter() - started)
+    outlines = {}
+    for pages in (20_000, 50_000):
+        data = pdfs.outline_pdf(pages, deep=False, pages=pages)
+        started = time.perf_counter()
+        blocks = len(child.parse(data, Path("o.pdf"), "o.pdf").blocks)
+        outlines[str(pages)] = {
+            "seconds": round(time.perf_counter() - started, 1),
+            "blocks": blocks,
+            "mb": round(len(data) / 2**20, 1),
+        }
+    child.stop()
+    return {
+        "kinds": len(verdicts),
+        "survived": len(verdicts) - len(failed),
+        "failed": failed,
+        "small_pdf_ms_in_process": round(1000 * sorted(here)[15], 1),
+        "small_pdf_ms_in_child": round(1000 * sorted(there)[15], 1),
+        "outline_entry_per_page": outlines,
+        "search_while_reading": pdf_crashes.search_while_parsing(
+            work / "pdf-search", big_pages
+        ).to_json(),
+    }
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--rounds", type=int, default=100, help="kill -9 rounds")
     parser.add_argument("--fuzz", type=int, default=5000, help="fuzz messages per transport")
     parser.add_argument("--churn", type=int, default=300, help="churn operations")
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument(
+        "--big-pdf-pages", type=int, default=20_000, help="pages of the PDF searched beside"
+    )
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     args = parser.parse_args()
     figures: dict[str, Any] = {"load_before": os.getloadavg()}
@@ -128,6 +179,7 @@ def main() -> int:
         figures["confinement"] = confined_settings(work)
         figures["settings"] = checked_settings(work)
         figures["starvation"] = starving_tcp(work)
+        figures["pdf"] = pdf_parsing(work, args.big_pdf_pages)
         figures["fuzz"] = [
             fuzz.run(
                 t,
@@ -184,6 +236,24 @@ def _print(f: dict[str, Any]) -> None:
     )
     for name, why in b["failed"].items():
         print(f"  {name}: {why}")
+    p = f["pdf"]
+    s = p["search_while_reading"]
+    outlines = ", ".join(
+        f"{pages} pages ({o['mb']} MB) {o['seconds']} s"
+        for pages, o in p["outline_entry_per_page"].items()
+    )
+    print(
+        f"crashing PDFs: {p['survived']}/{p['kinds']} cases cost their own file only;"
+        f" a small PDF {p['small_pdf_ms_in_process']} ms in process,"
+        f" {p['small_pdf_ms_in_child']} ms in the parse child;"
+        f" an outline entry per page: {outlines}"
+    )
+    for name, why in p["failed"].items():
+        print(f"  {name}: {why}")
+    print(
+        f"searches while a {s['pages']}-page PDF is read and indexed ({s['seconds']} s):"
+        f" {s['during']} answered, p50 {s['p50_ms']} ms, p95 {s['p95_ms']} ms, max {s['max_ms']} ms"
+    )
     for t in f["starvation"]:
         print(
             f"TCP beside {t['attackers']} idle reconnecting connections: token holder served"

@@ -208,12 +208,15 @@ def open_workspace(
         index = open_index(index_dir, identity, settings.index, write_collection=write_collection)
     except OSError as exc:
         raise ServiceError(f"cannot open index at {index_dir}: {exc.strerror or exc}") from exc
+    from citeline.backends.parsing import isolated_parse  # PDFs: a crash costs the file
+
     ingestor = Ingestor(
         index,
         embedder,
         settings.chunking,
         DocumentFilter(docs_root, index_dir),
         max_file_bytes=int(settings.index.max_file_mb * 1024 * 1024),
+        parse=isolated_parse,
     )
     reranker = functools.partial(models.reranker, settings.reranking)  # loaded on first use
     retriever = Retriever(
