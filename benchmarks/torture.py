@@ -31,6 +31,7 @@ from torture import (  # noqa: E402
     confinement,
     crashes,
     damage,
+    full_disk,
     fuzz,
     hostile,
     pdf_crashes,
@@ -159,6 +160,12 @@ def pdf_parsing(work: Path, big_pages: int) -> dict[str, Any]:
     }
 
 
+def full_disks(work: Path) -> dict[str, Any]:
+    if not full_disk.can_mount():
+        return {"skipped": "mounting a tmpfs needs root"}
+    return full_disk.run(work / "full-disk").to_json()
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--rounds", type=int, default=100, help="kill -9 rounds")
@@ -180,6 +187,7 @@ def main() -> int:
         figures["settings"] = checked_settings(work)
         figures["starvation"] = starving_tcp(work)
         figures["pdf"] = pdf_parsing(work, args.big_pdf_pages)
+        figures["full_disk"] = full_disks(work)
         figures["fuzz"] = [
             fuzz.run(
                 t,
@@ -254,6 +262,19 @@ def _print(f: dict[str, Any]) -> None:
         f"searches while a {s['pages']}-page PDF is read and indexed ({s['seconds']} s):"
         f" {s['during']} answered, p50 {s['p50_ms']} ms, p95 {s['p95_ms']} ms, max {s['max_ms']} ms"
     )
+    g = f["full_disk"]
+    if "skipped" in g:
+        print(f"full disk: skipped ({g['skipped']})")
+    else:
+        print(
+            f"full disk: citeline index exit {g['index_exit']} with {g['index_error_lines']}"
+            f" line(s), search of the intact index answered: {g['search_while_full']},"
+            f" {g['index_after']}/{g['files']} files after space returned; daemon mid-edit:"
+            f" alive {g['daemon_alive']}, {g['lost']} of {g['edited']} edits lost, recovered"
+            f" {g['recovered_seconds']} s after space returned; {g['tracebacks']} tracebacks"
+        )
+        for problem in g["problems"]:
+            print(f"  {problem}")
     for t in f["starvation"]:
         print(
             f"TCP beside {t['attackers']} idle reconnecting connections: token holder served"

@@ -25,6 +25,7 @@ as ``<name>.damaged-<time>`` with one warning, and the index is rebuilt.
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import json
 import logging
@@ -45,7 +46,7 @@ from citeline.backends.sqlite.store import (
 )
 from citeline.core.documents import Chunk
 from citeline.core.embedding import FloatMatrix
-from citeline.core.errors import BackendError
+from citeline.core.errors import BackendError, DiskFull, disk_full_message
 from citeline.core.index import (
     FileRecord,
     IndexCounts,
@@ -163,6 +164,9 @@ class EmbeddedIndex:
         path = self.index_dir / STORE_FILE
         try:
             return SqliteStore(path)
+        except DiskFull as exc:  # read what is there; writing waits for space
+            log.info("%s; opening the index read-only", exc)
+            return SqliteStore(path, snapshot=True)
         except StoreDamaged as exc:
             for file in database_files(path):
                 if file.exists() or file.is_symlink():
@@ -184,7 +188,7 @@ class EmbeddedIndex:
         vectors = self._vector_type.empty(dimension)
         for ids, rows in self.store.iter_chunk_vectors(dimension):
             vectors.add(ids, rows)
-        self._save(self.vectors_path, vectors)
+        self._save_if_room(self.vectors_path, vectors)
         return vectors
 
     def _open_keywords(self) -> PostingsKeywordIndex:
@@ -206,7 +210,7 @@ class EmbeddedIndex:
             len(keywords),
             time.perf_counter() - started,
         )
-        self._save(path, keywords)
+        self._save_if_room(path, keywords)
         return keywords
 
     @staticmethod
@@ -219,10 +223,36 @@ class EmbeddedIndex:
         return saved if isinstance(saved, int) else None
 
     def _save(self, path: Path, mirror: VectorIndex | PostingsKeywordIndex) -> None:
-        for file in (path, _generation_file(path)):
-            _clear_way(file)
-        mirror.save(path)
-        _generation_file(path).write_text(json.dumps({"generation": self.store.generation}))
+        """Save a mirror with the generation it reflects; :class:`DiskFull` when there
+        is no space (the generation file is written last: a mirror cut short is never
+        taken for a saved one)."""
+        try:
+            for file in (path, _generation_file(path)):
+                _clear_way(file)
+            mirror.save(path)
+            _generation_file(path).write_text(json.dumps({"generation": self.store.generation}))
+        except (OSError, RuntimeError) as exc:  # FAISS says a failed write as RuntimeError
+            if not _no_space(exc):
+                raise
+            with contextlib.suppress(OSError):
+                _generation_file(path).unlink()
+            raise DiskFull(disk_full_message(self.index_dir)) from exc
+
+    def _save_if_room(self, path: Path, mirror: VectorIndex | PostingsKeywordIndex) -> None:
+        """Save a mirror rebuilt for reading; on a full disk keep it in memory only (the
+        next open rebuilds it again): a full disk never stops a search."""
+        try:
+            self._save(path, mirror)
+        except DiskFull as exc:
+            log.warning("%s; the rebuilt %s is kept in memory only", exc, path.name)
+
+    def _mirrors_saved(self) -> bool:
+        """Whether both mirrors on disk reflect the store as it is (nothing to save)."""
+        generation = self.store.generation
+        return all(
+            self._saved_generation(path) == generation
+            for path in (self.vectors_path, self.keywords_path)
+        )
 
     def refresh(self) -> None:
         if self.store.generation != self._loaded_generation:
@@ -286,9 +316,11 @@ class EmbeddedIndex:
             fcntl.flock(fd, fcntl.LOCK_EX)
             try:
                 self.refresh()
+                before = self.store.generation
                 yield
-                self._save(self.vectors_path, self.vectors)
-                self._save(self.keywords_path, self.keywords)
+                if self.store.generation != before or not self._mirrors_saved():
+                    self._save(self.vectors_path, self.vectors)
+                    self._save(self.keywords_path, self.keywords)
                 self._loaded_generation = self.store.generation
             finally:
                 fcntl.flock(fd, fcntl.LOCK_UN)
@@ -356,6 +388,12 @@ class EmbeddedIndex:
 
     def close(self) -> None:
         self.store.close()
+
+
+def _no_space(exc: BaseException) -> bool:
+    if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        return True
+    return "No space left on device" in str(exc)
 
 
 def _generation_file(path: Path) -> Path:

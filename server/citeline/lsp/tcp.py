@@ -175,6 +175,16 @@ class TcpServer:
         return self.exit.code or 0
 
     async def _connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        """One connection, to its end; one the server's end cancels ends quietly (a
+        cancelled connection task would have asyncio log a traceback for it)."""
+        try:
+            await self._serve_connection(reader, writer)
+        except asyncio.CancelledError:
+            writer.transport.abort()
+
+    async def _serve_connection(
+        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+    ) -> None:
         peer = writer.get_extra_info("peername")
         if len(self.waiting) >= MAX_UNAUTHENTICATED:
             oldest = next(iter(self.waiting))
