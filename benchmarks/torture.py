@@ -37,6 +37,7 @@ from torture import (  # noqa: E402
     pdf_crashes,
     pdfs,
     starvation,
+    windows,
 )
 
 
@@ -166,6 +167,10 @@ def full_disks(work: Path) -> dict[str, Any]:
     return full_disk.run(work / "full-disk").to_json()
 
 
+def two_windows(work: Path) -> dict[str, Any]:
+    return windows.run(work / "windows").to_json()
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--rounds", type=int, default=100, help="kill -9 rounds")
@@ -188,6 +193,7 @@ def main() -> int:
         figures["starvation"] = starving_tcp(work)
         figures["pdf"] = pdf_parsing(work, args.big_pdf_pages)
         figures["full_disk"] = full_disks(work)
+        figures["windows"] = two_windows(work)
         figures["fuzz"] = [
             fuzz.run(
                 t,
@@ -275,6 +281,17 @@ def _print(f: dict[str, Any]) -> None:
         )
         for problem in g["problems"]:
             print(f"  {problem}")
+    w = f["windows"]
+    for k, one in enumerate(w["windows"]):
+        role = "waiting for the lock" if one["waited"] else "indexing"
+        print(
+            f"two windows, {w['files']} new files ({w['seconds']} s): window {k + 1} ({role})"
+            f" {one['searches']} searches, p50 {one['p50_ms']} ms, p95 {one['p95_ms']} ms,"
+            f" max {one['max_ms']} ms"
+        )
+    print(f"  citeline search meanwhile: exit {w['cli_exit']}; said: {w['cli_line']}")
+    for problem in w["problems"]:
+        print(f"  {problem}")
     for t in f["starvation"]:
         print(
             f"TCP beside {t['attackers']} idle reconnecting connections: token holder served"

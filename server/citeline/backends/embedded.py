@@ -31,6 +31,7 @@ import json
 import logging
 import os
 import stat
+import sys
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
@@ -255,6 +256,28 @@ class EmbeddedIndex:
         )
 
     def refresh(self) -> None:
+        """Take up what another process committed.  While it is still writing (it holds
+        the lock), the mirrors loaded stay: its batch saves them when it ends, and
+        rebuilding them meanwhile would cost every search and race its save."""
+        if self.store.generation == self._loaded_generation:
+            return
+        try:
+            fd = _open_lock(self.index_dir / LOCK_FILE)
+        except OSError:
+            return
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                return  # a writer is at work: search what is loaded
+            try:
+                self._reload()
+            finally:
+                fcntl.flock(fd, fcntl.LOCK_UN)
+        finally:
+            os.close(fd)
+
+    def _reload(self) -> None:
         if self.store.generation != self._loaded_generation:
             self.vectors = self._open_vectors()
             self.keywords = self._open_keywords()
@@ -309,13 +332,17 @@ class EmbeddedIndex:
     # -- writing ----------------------------------------------------------------------
 
     @contextlib.contextmanager
-    def writing(self) -> Iterator[None]:
-        """Exclusive write access across processes (a CLI run and a daemon, say)."""
+    def writing(self, between: Callable[[], None] | None = None) -> Iterator[None]:
+        """Exclusive write access across processes (a CLI run and a daemon, say).
+
+        While another process holds it, ``between`` runs every :data:`LOCK_POLL`
+        seconds (a daemon's searches go on) and one line says who is being waited
+        for; the holder's pid and command are in the lock file."""
         fd = _open_lock(self.index_dir / LOCK_FILE)
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
+            self._lock(fd, between)
             try:
-                self.refresh()
+                self._reload()
                 before = self.store.generation
                 yield
                 if self.store.generation != before or not self._mirrors_saved():
@@ -326,6 +353,32 @@ class EmbeddedIndex:
                 fcntl.flock(fd, fcntl.LOCK_UN)
         finally:
             os.close(fd)
+
+    def _lock(self, fd: int, between: Callable[[], None] | None) -> None:
+        started = time.monotonic()
+        said = False
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                pass
+            if not said and time.monotonic() - started >= LOCK_SAY_AFTER:
+                said = True
+                log.warning(
+                    "waiting: another Citeline process (%s) is indexing %s; this one goes"
+                    " on when it has committed its batch",
+                    _holder(fd),
+                    self.index_dir.parent,
+                )
+            if between is not None:
+                between()
+            time.sleep(LOCK_POLL)
+        if said:
+            log.info("done waiting (%.1f s)", time.monotonic() - started)
+        with contextlib.suppress(OSError):  # who holds it, for whoever waits
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, f"pid {os.getpid()}: {_command()}".encode(errors="replace"), 0)
 
     def vectors_for_keys(self, keys: Iterable[str]) -> dict[str, Vector]:
         return self.store.vectors_for_keys(keys, self._identity.dimension)
@@ -388,6 +441,27 @@ class EmbeddedIndex:
 
     def close(self) -> None:
         self.store.close()
+
+
+LOCK_POLL = 0.02  # seconds between two tries of a write lock another process holds
+LOCK_SAY_AFTER = 0.5  # a wait this long is said, once
+
+
+def _holder(fd: int) -> str:
+    """What the lock file says of the process holding it."""
+    try:
+        text = os.pread(fd, 300, 0).decode(errors="replace").strip()
+    except OSError:
+        text = ""
+    return " ".join(text.split()) or "its pid unknown"
+
+
+def _command() -> str:
+    if not sys.argv:
+        return "citeline"
+    name = os.path.basename(sys.argv[0])
+    argv = ["citeline" if "citeline" in sys.argv[0] else name, *sys.argv[1:3]]
+    return " ".join(argv)[:200]
 
 
 def _no_space(exc: BaseException) -> bool:

@@ -263,7 +263,7 @@ class Ingestor:
         started = time.perf_counter()
         pause = self._between = between or _nothing
         report = IngestReport()
-        with self.index.writing():
+        with self.index.writing(between):
             plan = plan if plan is not None else plan_changes(self.index, self.documents)
             known = self.index.files([rel for rel, _ in plan.to_check])
             total = len(plan.to_check)
