@@ -25,7 +25,20 @@ sys.path.insert(0, str(REPO / "tests"))
 
 from citeline.app import ModelPool, open_workspace  # noqa: E402
 from citeline.settings import Settings  # noqa: E402
-from torture import churn, crashes, damage, fuzz, hostile  # noqa: E402
+from torture import (  # noqa: E402
+    bad_settings,
+    churn,
+    confinement,
+    crashes,
+    damage,
+    full_disk,
+    fuzz,
+    hostile,
+    pdf_crashes,
+    pdfs,
+    starvation,
+    windows,
+)
 
 
 def rss_mb() -> float:
@@ -78,12 +91,95 @@ def damaged_index(work: Path) -> dict[str, Any]:
     }
 
 
+def confined_settings(work: Path) -> dict[str, Any]:
+    results = confinement.run_all(work / "confinement")
+    failed = {name: why for name, why in results.items() if why is not None}
+    return {"cases": len(results), "held": len(results) - len(failed), "failed": failed}
+
+
+def checked_settings(work: Path) -> dict[str, Any]:
+    results = bad_settings.run_all(work / "settings")
+    failed = {name: why for name, why in results.items() if why is not None}
+    flood = next(c for c in bad_settings.CASES if c.name == "20,000 unknown keys")
+    return {
+        "kinds": len(results),
+        "held": len(results) - len(failed),
+        "failed": failed,
+        "messages_per_20000_unknown_keys": flood.warnings,
+    }
+
+
+def starving_tcp(work: Path) -> list[dict[str, object]]:
+    return [
+        starvation.run(work / f"starve-{n}", attackers=n, attempts=80).to_json() for n in (8, 64)
+    ]
+
+
+def pdf_parsing(work: Path, big_pages: int) -> dict[str, Any]:
+    """Crashing PDFs through `citeline index` and a daemon; outline reading time; what
+    the parse child costs a small PDF; searches while a big PDF is read."""
+    from citeline.backends.parsing import ParseChild
+    from citeline.core.loaders import parse_document
+
+    verdicts = pdf_crashes.through_index(work / "pdf")
+    verdicts["daemon"] = pdf_crashes.through_daemon(work / "pdf-daemon")
+    failed = {name: why for name, why in verdicts.items() if why is not None}
+    child = ParseChild(seconds=600)
+    small = pdfs.outline_pdf(3, deep=False, pages=1)
+    path = Path("small.pdf")
+    parse_document(small, path, "small.pdf")  # PyMuPDF imported here too
+    child.parse(small, path, "small.pdf")
+    here, there = [], []
+    for _ in range(30):
+        started = time.perf_counter()
+        parse_document(small, path, "small.pdf")
+        here.append(time.perf_counter() - started)
+        started = time.perf_counter()
+        child.parse(small, path, "small.pdf")
+        there.append(time.perf_counter() - started)
+    outlines = {}
+    for pages in (20_000, 50_000):
+        data = pdfs.outline_pdf(pages, deep=False, pages=pages)
+        started = time.perf_counter()
+        blocks = len(child.parse(data, Path("o.pdf"), "o.pdf").blocks)
+        outlines[str(pages)] = {
+            "seconds": round(time.perf_counter() - started, 1),
+            "blocks": blocks,
+            "mb": round(len(data) / 2**20, 1),
+        }
+    child.stop()
+    return {
+        "kinds": len(verdicts),
+        "survived": len(verdicts) - len(failed),
+        "failed": failed,
+        "small_pdf_ms_in_process": round(1000 * sorted(here)[15], 1),
+        "small_pdf_ms_in_child": round(1000 * sorted(there)[15], 1),
+        "outline_entry_per_page": outlines,
+        "search_while_reading": pdf_crashes.search_while_parsing(
+            work / "pdf-search", big_pages
+        ).to_json(),
+    }
+
+
+def full_disks(work: Path) -> dict[str, Any]:
+    if not full_disk.can_mount():
+        return {"skipped": "mounting a tmpfs needs root"}
+    return full_disk.run(work / "full-disk").to_json()
+
+
+def two_windows(work: Path) -> dict[str, Any]:
+    return windows.run(work / "windows").to_json()
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--rounds", type=int, default=100, help="kill -9 rounds")
     parser.add_argument("--fuzz", type=int, default=5000, help="fuzz messages per transport")
     parser.add_argument("--churn", type=int, default=300, help="churn operations")
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument(
+        "--big-pdf-pages", type=int, default=20_000, help="pages of the PDF searched beside"
+    )
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     args = parser.parse_args()
     figures: dict[str, Any] = {"load_before": os.getloadavg()}
@@ -92,6 +188,12 @@ def main() -> int:
         started = time.monotonic()
         figures["hostile"] = hostile_files(work)
         figures["damage"] = damaged_index(work)
+        figures["confinement"] = confined_settings(work)
+        figures["settings"] = checked_settings(work)
+        figures["starvation"] = starving_tcp(work)
+        figures["pdf"] = pdf_parsing(work, args.big_pdf_pages)
+        figures["full_disk"] = full_disks(work)
+        figures["windows"] = two_windows(work)
         figures["fuzz"] = [
             fuzz.run(
                 t,
@@ -133,6 +235,70 @@ def _print(f: dict[str, Any]) -> None:
     print(f"damaged index: {d['recovered']}/{d['kinds']} kinds recovered")
     for name, why in d["failed"].items():
         print(f"  {name}: {why}")
+    n = f["confinement"]
+    print(
+        f"index path from the folder's citeline.toml: {n['held']}/{n['cases']} cases with"
+        " nothing outside the folder moved, renamed or written"
+    )
+    for name, why in n["failed"].items():
+        print(f"  {name}: {why}")
+    b = f["settings"]
+    print(
+        f"bad settings: {b['held']}/{b['kinds']} kinds a bounded warning and the default,"
+        f" search and ask answering; {b['messages_per_20000_unknown_keys']} messages for"
+        " 20,000 unknown keys"
+    )
+    for name, why in b["failed"].items():
+        print(f"  {name}: {why}")
+    p = f["pdf"]
+    s = p["search_while_reading"]
+    outlines = ", ".join(
+        f"{pages} pages ({o['mb']} MB) {o['seconds']} s"
+        for pages, o in p["outline_entry_per_page"].items()
+    )
+    print(
+        f"crashing PDFs: {p['survived']}/{p['kinds']} cases cost their own file only;"
+        f" a small PDF {p['small_pdf_ms_in_process']} ms in process,"
+        f" {p['small_pdf_ms_in_child']} ms in the parse child;"
+        f" an outline entry per page: {outlines}"
+    )
+    for name, why in p["failed"].items():
+        print(f"  {name}: {why}")
+    print(
+        f"searches while a {s['pages']}-page PDF is read and indexed ({s['seconds']} s):"
+        f" {s['during']} answered, p50 {s['p50_ms']} ms, p95 {s['p95_ms']} ms, max {s['max_ms']} ms"
+    )
+    g = f["full_disk"]
+    if "skipped" in g:
+        print(f"full disk: skipped ({g['skipped']})")
+    else:
+        print(
+            f"full disk: citeline index exit {g['index_exit']} with {g['index_error_lines']}"
+            f" line(s), search of the intact index answered: {g['search_while_full']},"
+            f" {g['index_after']}/{g['files']} files after space returned; daemon mid-edit:"
+            f" alive {g['daemon_alive']}, {g['lost']} of {g['edited']} edits lost, recovered"
+            f" {g['recovered_seconds']} s after space returned; {g['tracebacks']} tracebacks"
+        )
+        for problem in g["problems"]:
+            print(f"  {problem}")
+    w = f["windows"]
+    for k, one in enumerate(w["windows"]):
+        role = "waiting for the lock" if one["waited"] else "indexing"
+        print(
+            f"two windows, {w['files']} new files ({w['seconds']} s): window {k + 1} ({role})"
+            f" {one['searches']} searches, p50 {one['p50_ms']} ms, p95 {one['p95_ms']} ms,"
+            f" max {one['max_ms']} ms"
+        )
+    print(f"  citeline search meanwhile: exit {w['cli_exit']}; said: {w['cli_line']}")
+    for problem in w["problems"]:
+        print(f"  {problem}")
+    for t in f["starvation"]:
+        print(
+            f"TCP beside {t['attackers']} idle reconnecting connections: token holder served"
+            f" {t['served']}/{t['attempts']} (p95 {t['p95_ms']} ms; {t['attacker_connections']}"
+            f" starving connections made); SIGTERM exit {t['sigterm_exit']}, token file left:"
+            f" {t['token_file_left']}, clean close: {t['clean_close']}"
+        )
     for z in f["fuzz"]:
         print(
             f"fuzz ({z['transport']}): {z['messages']} messages, {z['crashes']} crashes,"

@@ -4,15 +4,23 @@ and the VS Code client's settings held to the server's defaults."""
 from __future__ import annotations
 
 import dataclasses
+import importlib.util
 import json
+import typing
 from pathlib import Path
+
+import pytest
 
 from citeline.core.retrieval import RetrievalSettings
 from citeline.settings import (
     BUNDLED_MODEL_RETRIEVAL,
+    MAX_DEPTH,
+    MAX_MESSAGES_PER_SOURCE,
+    MAX_SETTINGS_BYTES,
     OWN_MODEL_RETRIEVAL,
     Settings,
     load_settings,
+    rule_for,
     snake_case,
 )
 from conftest import REPO
@@ -83,7 +91,8 @@ def test_answer_mode_is_checked(tmp_path: Path) -> None:
     settings, warnings = load_settings(tmp_path, {"answer": {"mode": "poetic"}})
     assert settings.answer.mode == "generative"
     assert warnings == [
-        "unknown answer mode 'poetic' (known: auto, extractive, generative); using 'generative'"
+        "settings: setting 'answer.mode' must be one of auto, extractive, generative,"
+        " got 'poetic'; using 'generative'"
     ]
 
 
@@ -153,3 +162,134 @@ def test_a_team_index_is_one_setting_and_never_keeps_a_password_from_the_file(
     bad, warnings = load_settings(tmp_path, {"index": {"store": "mysql://h/db"}})
     assert bad.index.store == settings.index.store and any("postgresql://" in w for w in warnings)
     assert not Settings().index.team and Settings().index.collection_name == "default"
+
+
+def test_an_index_path_from_the_folder_file_stays_inside_the_folder(tmp_path: Path) -> None:
+    docs = tmp_path / "docs"
+    (docs / "sub").mkdir(parents=True)
+    (docs / "out").symlink_to(tmp_path)
+    for raw in ("~/.bashrc", "/etc/x", "../x", ".", "out", "out/idx", "sub/../../x"):
+        (docs / "citeline.toml").write_text(f'[index]\npath = "{raw}"\n')
+        settings, warnings = load_settings(docs)
+        assert settings.index.path == "" and settings.index_dir(docs) == docs / ".citeline"
+        assert len(warnings) == 1 and "[index] path" in warnings[0] and "refused" in warnings[0]
+    (docs / "citeline.toml").write_text('[index]\npath = "sub/idx"\n')
+    settings, warnings = load_settings(docs)
+    assert warnings == [] and settings.index_dir(docs) == docs / "sub" / "idx"
+    # the user's own settings (editor, command line) may put it anywhere
+    settings, warnings = load_settings(docs, {"index": {"path": str(tmp_path / "elsewhere")}})
+    assert warnings == [] and settings.index_dir(docs) == tmp_path / "elsewhere"
+
+
+def _every_field() -> list[tuple[str, str, type]]:
+    hints_of = typing.get_type_hints(Settings)
+    found = []
+    for section in dataclasses.fields(Settings):
+        kind = hints_of[section.name]
+        hints = typing.get_type_hints(kind)
+        for f in dataclasses.fields(kind):
+            found.append((section.name, f.name, hints[f.name]))
+    return found
+
+
+def _bad_values(where: str, kind: type) -> list[object]:
+    """A wrong type, and every kind of value the field's rule refuses."""
+    rule = rule_for(where, kind)
+    bad: list[object] = [{"nested": 1} if kind is not bool else "yes"]
+    bad.append([1, 2] if kind is str else "text")
+    if kind in (int, float):
+        bad += [float("nan"), float("inf"), -float("inf")] if kind is float else [1.5]
+        if rule.low is not None:
+            bad.append(kind(rule.low) - 1)
+        if rule.high is not None:
+            bad.append(kind(rule.high) + 1)
+    if kind is str:
+        bad.append("x" * (rule.max_chars + 1))
+        if rule.choices is not None:
+            bad.append("semantic")
+        if rule.check is not None:
+            bad.append("/nonexistent/citeline-test/model.gguf")
+    return bad
+
+
+def test_every_field_refuses_every_bad_value_with_one_warning_and_the_default(
+    tmp_path: Path,
+) -> None:
+    fields = _every_field()
+    assert len(fields) >= 40
+    defaults = Settings()
+    checked = 0
+    for section, name, kind in fields:
+        where = f"{section}.{name}"
+        for value in _bad_values(where, kind):
+            camel = "".join(p if i == 0 else p.title() for i, p in enumerate(name.split("_")))
+            for layer in ({section: {name: value}}, {section: {camel: value}}):
+                settings, warnings = load_settings(tmp_path, layer, sources=("editor settings",))
+                assert len(warnings) == 1, (where, value, warnings)
+                assert warnings[0].startswith("editor settings: ") and where in warnings[0]
+                got = getattr(getattr(settings, section), name)
+                assert got == getattr(getattr(defaults, section), name), (where, value, got)
+                checked += 1
+    assert checked > 300
+
+
+def test_nan_and_out_of_range_numbers_in_the_file_are_refused(tmp_path: Path) -> None:
+    (tmp_path / "citeline.toml").write_text(
+        "[index]\nmax_file_mb = nan\n[search]\ntop_k = 0\n[generation]\ncontext_size = 32768\n"
+        '[retrieval]\nmode = "semantic"\n[answer]\nmin_score = nan\n'
+    )
+    settings, warnings = load_settings(tmp_path)
+    assert settings == Settings() and len(warnings) == 5
+    assert all(w.startswith("citeline.toml: setting '") for w in warnings)
+
+
+def test_a_team_store_without_the_driver_is_the_embedded_index(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name == "psycopg" else real(name, *a)
+    )
+    settings, warnings = load_settings(tmp_path, {"index": {"store": "postgresql://h/db"}})
+    assert not settings.index.team and len(warnings) == 1 and "citeline[team]" in warnings[0]
+
+
+def test_messages_are_bounded_per_source(tmp_path: Path) -> None:
+    keys = "".join(f"key{i} = {i}\n" for i in range(20_000))
+    (tmp_path / "citeline.toml").write_text("[search]\n" + keys)
+    editor = {"search": {f"k{i}": i for i in range(50_000)}}
+    settings, warnings = load_settings(tmp_path, editor, sources=("editor settings",))
+    assert settings == Settings()
+    file_lines = [w for w in warnings if w.startswith("citeline.toml: ")]
+    editor_lines = [w for w in warnings if w.startswith("editor settings: ")]
+    assert len(file_lines) == len(editor_lines) == MAX_MESSAGES_PER_SOURCE + 1
+    assert file_lines[-1] == "citeline.toml: 19,990 more settings problems not shown"
+    assert editor_lines[-1] == "editor settings: 49,990 more settings problems not shown"
+
+
+def test_the_file_is_read_bounded_inside_the_folder_and_depth_limited(tmp_path: Path) -> None:
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    outside = tmp_path / "elsewhere.toml"
+    outside.write_text("[search]\ntop_k = 9\n")
+    (docs / "citeline.toml").symlink_to(outside)
+    settings, warnings = load_settings(docs)
+    assert settings.search.top_k == 5 and len(warnings) == 1 and "outside" in warnings[0]
+    (docs / "citeline.toml").unlink()
+    (docs / "citeline.toml").write_bytes(b"# " + b"x" * (MAX_SETTINGS_BYTES + 10) + b"\n")
+    settings, warnings = load_settings(docs)
+    assert settings == Settings() and len(warnings) == 1 and "limit" in warnings[0]
+    for nested in ("a = " + "[" * 5000 + "]" * 5000, "a = " + "[" * 40 + "]" * 40):
+        (docs / "citeline.toml").write_text(nested + "\n[search]\ntop_k = 3\n")
+        settings, warnings = load_settings(docs)
+        assert settings == Settings() and len(warnings) == 1 and "deep" in warnings[0]
+    deep: dict[str, object] = {}
+    inner = deep
+    for _ in range(40):
+        inner["x"] = {}
+        inner = inner["x"]  # type: ignore[assignment]
+    (docs / "citeline.toml").unlink()
+    settings, warnings = load_settings(docs, deep, sources=("editor settings",))
+    assert settings == Settings() and warnings == [
+        f"editor settings: nested more than {MAX_DEPTH} levels deep; ignored"
+    ]

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from citeline.core.embedding import Embedder
+from citeline.core.errors import BackendError
 from citeline.core.generation import Generator
 from citeline.core.index import DocumentIndex, IndexIdentity
 from citeline.core.ingest import Ingestor
@@ -178,7 +179,11 @@ class ModelPool:
         # Only the model decides which reranker is loaded; candidates is retrieval's.
         key = replace(settings, candidates=0)
         if key not in self.rerankers:
-            self.rerankers[key] = make_reranker(key)
+            try:
+                self.rerankers[key] = make_reranker(key)
+            except BackendError as exc:  # a file that is not a reranker: search without
+                log.warning("%s; searching without a reranker", exc)
+                self.rerankers[key] = None
         return self.rerankers[key]
 
     def generation_name(self, settings: GenerationSettings) -> str:
@@ -213,6 +218,10 @@ def open_workspace(
         chunking=settings.chunking,
     )
     index_dir = settings.index_dir(docs_root)
+    if settings.index.path:  # a place the settings chose: used only if it is an index's
+        from citeline.backends.embedded import check_configured_folder
+
+        check_configured_folder(index_dir)
     try:
         if settings.index.team:  # the folder keeps only the ask log
             index_dir.mkdir(parents=True, exist_ok=True)
@@ -222,12 +231,15 @@ def open_workspace(
         index = open_index(index_dir, identity, settings.index, write_collection=write_collection)
     except OSError as exc:
         raise ServiceError(f"cannot open index at {index_dir}: {exc.strerror or exc}") from exc
+    from citeline.backends.parsing import isolated_parse  # PDFs: a crash costs the file
+
     ingestor = Ingestor(
         index,
         embedder,
         settings.chunking,
         DocumentFilter(docs_root, index_dir),
         max_file_bytes=int(settings.index.max_file_mb * 1024 * 1024),
+        parse=isolated_parse,
     )
     reranker = functools.partial(models.reranker, settings.reranking)  # loaded on first use
     retriever = Retriever(

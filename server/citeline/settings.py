@@ -10,16 +10,20 @@ previous layer's value stays: bad settings never stop Citeline.
 from __future__ import annotations
 
 import dataclasses
+import importlib.util
 import logging
+import math
+import os
 import tomllib
 import urllib.parse
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar, get_type_hints
 
 from citeline.core.answering.settings import ANSWER_MODES, AnswerSettings
 from citeline.core.chunking import ChunkSettings
+from citeline.core.files import FileRefused, read_regular_file
 from citeline.core.retrieval import RetrievalSettings
 
 log = logging.getLogger(__name__)
@@ -174,91 +178,256 @@ def snake_case(key: str) -> str:
     return "".join("_" + c.lower() if c.isupper() else c for c in key)
 
 
+# -- validation: one rule per field ----------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Rule:
+    """What one setting accepts.  A value outside it is one warning, and the previous
+    layer's value (the default, when no other layer set it) stays.
+
+    ``low``/``high``: the inclusive range of a number (NaN and infinities never pass);
+    ``choices``: the strings a setting knows; ``check``: a last test of a value that
+    passed the others, giving why it is refused and what is used instead (a model
+    file that does not exist, a store URL without its driver), or None.
+    """
+
+    low: float | None = None
+    high: float | None = None
+    choices: tuple[str, ...] | None = None
+    max_chars: int = 4096
+    check: Callable[[Any], str | None] | None = None
+
+
+def _model_file(what: str, instead: str) -> Callable[[Any], str | None]:
+    def check(value: Any) -> str | None:
+        if not value:
+            return None
+        path = Path(value).expanduser()
+        try:
+            found = path.is_file()
+        except (OSError, ValueError):
+            found = False
+        return None if found else f"{what} {value} does not exist; using {instead}"
+
+    return check
+
+
+def _store(value: Any) -> str | None:
+    if not value:
+        return None
+    if not str(value).startswith(STORE_SCHEMES):
+        return f"must be empty or a postgresql:// URL, not {_show(value)}; using the embedded index"
+    if importlib.util.find_spec("psycopg") is None:
+        return (
+            "a team index needs the team extra (pip install 'citeline[team]');"
+            " using the embedded index"
+        )
+    return None
+
+
+THREADS = Rule(0, 256)
+TOKENS = Rule(0, 32768)
+SHARE = Rule(0.0, 1.0)
+
+#: The rule of every setting that needs more than its type and "not negative"; a field
+#: without a row here (a new one) gets exactly that: its type, finite, >= 0.
+RULES: dict[str, Rule] = {
+    "embedding.model": Rule(),  # a missing embedding model is the folder's error (below)
+    "embedding.preset": Rule(choices=("", *EMBEDDING_PRESETS)),
+    "embedding.query_prefix": Rule(max_chars=500),
+    "embedding.document_prefix": Rule(max_chars=500),
+    "embedding.max_tokens": TOKENS,
+    "embedding.threads": THREADS,
+    "chunking.max_cost": Rule(50, 100_000),
+    "chunking.overlap_cost": Rule(0, 50_000),
+    "search.top_k": Rule(1, 100),
+    "retrieval.rrf_k": Rule(0.0, 10_000.0),
+    "retrieval.dense_weight": Rule(0.0, 100.0),
+    "retrieval.keyword_weight": Rule(0.0, 100.0),
+    "retrieval.mode": Rule(choices=("hybrid", "dense", "keyword")),
+    "retrieval.candidates": Rule(1, 1000),
+    "reranking.model": Rule(check=_model_file("reranker", "no reranker")),
+    "reranking.candidates": Rule(0, 200),
+    "reranking.max_tokens": TOKENS,
+    "reranking.threads": THREADS,
+    "index.max_file_mb": Rule(0.001, 2048.0),
+    "index.vectors": Rule(choices=VECTOR_INDEXES),
+    "index.store": Rule(check=_store),
+    "index.collection": Rule(max_chars=63),
+    "generation.model": Rule(check=_model_file("generation model", "the bundled model")),
+    "generation.context_size": Rule(256, 8192),
+    "generation.threads": THREADS,
+    "answer.mode": Rule(choices=ANSWER_MODES),
+    "answer.candidates": Rule(1, 100),
+    "answer.min_score": SHARE,
+    "answer.min_keyword_score": SHARE,
+    "answer.min_keyword_score_cjk": SHARE,
+    "answer.max_evidence": Rule(1, 50),
+    "answer.max_answer_tokens": Rule(1, 8192),
+    "answer.temperature": Rule(0.0, 5.0),
+    "answer.timeout_seconds": Rule(0.1, 3600.0),
+    "answer.overlap": SHARE,
+}
+
+MAX_DEPTH = 16  # tables and arrays inside each other, in citeline.toml or the editor's layer
+MAX_SETTINGS_BYTES = 1024 * 1024  # citeline.toml
+MAX_MESSAGES_PER_SOURCE = 10  # then one line counting the rest
+
+
+def rule_for(where: str, kind: Any) -> Rule:
+    """The rule of the setting ``where`` (``section.field``) of type ``kind``."""
+    found = RULES.get(where)
+    if found is not None:
+        return found
+    return Rule(low=0) if kind in (int, float) else Rule()
+
+
+_TYPE_NAMES = {int: "an integer", float: "a number", str: "a string", bool: "true or false"}
+
+
+def _short(text: str, limit: int = 60) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _show(value: Any) -> str:
+    """A value for a message: short, and never the repr of a deep structure."""
+    if isinstance(value, Mapping):
+        return f"a table of {len(value)} keys"
+    if isinstance(value, (list, tuple)):
+        return f"an array of {len(value)} items"
+    return _short(repr(value))
+
+
+def validate(where: str, kind: Any, value: Any, current: Any) -> tuple[Any, str | None]:
+    """``value`` for the setting ``where`` of type ``kind`` once checked against its rule:
+    (the value to use, None) or (``current``, why ``value`` is refused)."""
+    rule = rule_for(where, kind)
+    using = f"using {_show(current)}"
+    if kind is float and isinstance(value, int) and not isinstance(value, bool):
+        value = float(value)
+    if kind in (int, float):
+        ok = isinstance(value, kind) and not isinstance(value, bool)
+    else:
+        ok = isinstance(value, kind) if isinstance(kind, type) else True
+    if not ok:
+        name = _TYPE_NAMES.get(kind, getattr(kind, "__name__", str(kind)))
+        return current, f"setting {where!r} must be {name}, got {_show(value)}; {using}"
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        if not math.isfinite(value):
+            return current, f"setting {where!r} must be a finite number, got {value}; {using}"
+        if (rule.low is not None and value < rule.low) or (
+            rule.high is not None and value > rule.high
+        ):
+            if rule.high is None:
+                bounds = f"at least {rule.low:g}"
+            elif rule.low is None:
+                bounds = f"at most {rule.high:g}"
+            else:
+                bounds = f"between {rule.low:g} and {rule.high:g}"
+            return current, f"setting {where!r} must be {bounds}, got {value:g}; {using}"
+    if isinstance(value, str):
+        if rule.choices is not None and value not in rule.choices:
+            known = ", ".join(c or repr(c) for c in rule.choices)
+            return current, (
+                f"setting {where!r} must be one of {known}, got {_show(value)}; {using}"
+            )
+        if len(value) > rule.max_chars:
+            return current, (
+                f"setting {where!r} is {len(value)} characters, over {rule.max_chars}; {using}"
+            )
+    if rule.check is not None and (why := rule.check(value)) is not None:
+        return current, f"setting {where!r}: {why}"
+    return value, None
+
+
 def merge(base: T, values: Mapping[str, Any], where: str, warnings: list[str]) -> T:
-    """Return ``base`` with ``values`` applied; problems go to ``warnings``."""
+    """Return ``base`` with ``values`` applied, each checked by its :data:`RULES` row;
+    problems go to ``warnings`` (one each) and leave ``base``'s value."""
     assert dataclasses.is_dataclass(base) and not isinstance(base, type)
     hints = get_type_hints(type(base))
     fields = {f.name for f in dataclasses.fields(base)}
     changes: dict[str, Any] = {}
     for raw_key, value in values.items():
-        key = snake_case(raw_key)
-        label = f"{where}.{raw_key}" if where else raw_key
+        key = snake_case(str(raw_key))
+        label = f"{where}.{key}" if where else key
         if key not in fields:
-            warnings.append(f"unknown setting {label!r} ignored")
+            shown = f"{where}.{raw_key}" if where else str(raw_key)
+            warnings.append(f"unknown setting {_short(shown)!r} ignored")
             continue
         current = getattr(base, key)
         if dataclasses.is_dataclass(current):
             if isinstance(value, Mapping):
                 changes[key] = merge(current, value, label, warnings)
             else:
-                warnings.append(f"setting {label!r} must be a table; ignored")
+                warnings.append(f"setting {label!r} must be a table, got {_show(value)}; ignored")
             continue
-        expected = hints[key]
-        if expected is float and isinstance(value, int) and not isinstance(value, bool):
-            value = float(value)
-        if expected in (int, float) and isinstance(value, bool):
-            ok = False
-        else:
-            ok = isinstance(value, expected) if isinstance(expected, type) else True
-        if not ok:
-            warnings.append(
-                f"setting {label!r} must be {getattr(expected, '__name__', expected)},"
-                f" got {value!r}; using {current!r}"
-            )
-            continue
-        if isinstance(value, (int, float)) and not isinstance(value, bool) and value < 0:
-            warnings.append(f"setting {label!r} must not be negative; using {current!r}")
-            continue
-        changes[key] = value
+        checked, why = validate(label, hints[key], value, current)
+        if why is not None:
+            warnings.append(why)
+        elif checked != current:
+            changes[key] = checked
     result = dataclasses.replace(base, **changes)
-    if isinstance(result, EmbeddingSettings) and result.preset not in ("", *EMBEDDING_PRESETS):
-        warnings.append(
-            f"unknown embedding preset {result.preset!r} (known: {', '.join(EMBEDDING_PRESETS)})"
-        )
-        result = dataclasses.replace(result, preset="")
-    if (
-        isinstance(result, AnswerSettings)
-        and isinstance(base, AnswerSettings)
-        and result.mode not in ANSWER_MODES
-    ):
-        warnings.append(
-            f"unknown answer mode {result.mode!r} (known: {', '.join(ANSWER_MODES)});"
-            f" using {base.mode!r}"
-        )
-        result = dataclasses.replace(result, mode=base.mode)
-    if isinstance(result, IndexSettings) and result.vectors not in VECTOR_INDEXES:
-        warnings.append(
-            f"unknown vector index {result.vectors!r} (known: {', '.join(VECTOR_INDEXES)});"
-            f" using {getattr(base, 'vectors', 'auto')!r}"
-        )
-        result = dataclasses.replace(result, vectors=getattr(base, "vectors", "auto"))
-    if (
-        isinstance(result, IndexSettings)
-        and isinstance(base, IndexSettings)
-        and result.store
-        and not result.store.startswith(STORE_SCHEMES)
-    ):
-        warnings.append(
-            f"index.store must be empty or a postgresql:// URL, not {result.store!r};"
-            f" using {base.store or 'the embedded index'!r}"
-        )
-        result = dataclasses.replace(result, store=base.store)
     if isinstance(result, ChunkSettings) and result.overlap_cost >= result.max_cost:
-        warnings.append("chunking.overlap_cost must be smaller than max_cost; using defaults")
+        warnings.append(
+            f"setting {where + '.overlap_cost'!r} must be smaller than max_cost;"
+            f" using {base.overlap_cost if isinstance(base, ChunkSettings) else 0} and"
+            f" {base.max_cost if isinstance(base, ChunkSettings) else 0}"
+        )
         return base
     return result
 
 
+def depth(value: Any, limit: int) -> int:
+    """How deeply tables and arrays nest in ``value``, counted up to ``limit + 1``
+    (without recursion, so no structure is too deep to measure)."""
+    deepest = 0
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    while stack:
+        item, level = stack.pop()
+        if isinstance(item, Mapping):
+            children: Any = item.values()
+        elif isinstance(item, (list, tuple)):
+            children = item
+        else:
+            continue
+        level += 1
+        deepest = max(deepest, level)
+        if level > limit:
+            return level
+        stack.extend((child, level) for child in children)
+    return deepest
+
+
+def bounded(source: str, warnings: list[str], limit: int = MAX_MESSAGES_PER_SOURCE) -> list[str]:
+    """``warnings`` of one source, each prefixed with it; past ``limit``, one line
+    counting the rest (20,000 unknown keys are a few lines, not 20,000 messages)."""
+    shown = [w if source in w.partition(": ")[0] else f"{source}: {w}" for w in warnings[:limit]]
+    if len(warnings) > limit:
+        shown.append(f"{source}: {len(warnings) - limit:,} more settings problems not shown")
+    return shown
+
+
 def read_settings_file(docs_root: Path, warnings: list[str]) -> Mapping[str, Any]:
     path = docs_root / SETTINGS_FILE
-    if not path.is_file():
+    if not os.path.lexists(path):
         return {}
-    try:
-        values = tomllib.loads(path.read_text("utf-8"))
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+    try:  # the way documents are read: a regular file, bounded, never a link out
+        data = read_regular_file(path, MAX_SETTINGS_BYTES, root=docs_root)
+        values = tomllib.loads(data.decode("utf-8"))
+    except FileNotFoundError:
+        return {}
+    except (FileRefused, OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         warnings.append(f"{path}: {exc}; using defaults")
         return {}
+    except RecursionError:
+        warnings.append(f"{path}: nested too deeply to read; using defaults")
+        return {}
+    if depth(values, MAX_DEPTH) > MAX_DEPTH:
+        warnings.append(f"{path}: nested more than {MAX_DEPTH} levels deep; using defaults")
+        return {}
     index = values.get("index")
+    confine_index_path(docs_root, index, warnings)
     store = index.get("store") if isinstance(index, dict) else None
     if isinstance(index, dict) and isinstance(store, str) and store_password(store):
         # A file in the documents folder is shared (checked in): never a secret there.
@@ -270,21 +439,71 @@ def read_settings_file(docs_root: Path, warnings: list[str]) -> Mapping[str, Any
     return values
 
 
-def load_settings(docs_root: Path, *overrides: Mapping[str, Any]) -> tuple[Settings, list[str]]:
+def confine_index_path(docs_root: Path, index: object, warnings: list[str]) -> None:
+    """Drop an ``[index] path`` of the folder's own ``citeline.toml`` that leads out of
+    the folder (``~``, an absolute path, ``..``, a symlink out) or is the folder itself,
+    saying why.  A file in the folder may be anyone's (a cloned repository): it never
+    makes Citeline write, move or rename anything outside it.  The user's own settings
+    (the editor's, the command line's) may put the index anywhere."""
+    if not isinstance(index, dict) or not isinstance(index.get("path"), str):
+        return
+    raw: str = index["path"]
+    if not raw or index_path_inside(docs_root, raw):
+        return
+    del index["path"]
+    warnings.append(
+        f"{SETTINGS_FILE}: [index] path = {raw!r} is outside the documents folder; refused"
+        " (a file in the folder may not place the index elsewhere: set index.path in your"
+        " own editor settings for that); using .citeline"
+    )
+
+
+def index_path_inside(docs_root: Path, raw: str) -> bool:
+    """Whether ``raw`` (as a folder's settings file gives it) names a place strictly
+    inside ``docs_root`` once ``~``, ``..`` and symlinks are resolved."""
+    if raw.startswith("~"):
+        return False
+    path = Path(raw)
+    if path.is_absolute():
+        return False
+    try:
+        real_root = Path(os.path.realpath(docs_root))
+        real = Path(os.path.realpath(docs_root / path))
+    except (OSError, ValueError):
+        return False
+    return real_root in real.parents
+
+
+def load_settings(
+    docs_root: Path, *overrides: Mapping[str, Any], sources: Sequence[str] = ()
+) -> tuple[Settings, list[str]]:
     """Defaults < citeline.toml < each override in turn.  Returns (settings, warnings).
 
-    The defaults themselves depend on the embedding model the layers choose, so
-    the layers are applied twice: once to learn the model, once over its defaults.
+    ``sources`` names the overrides in the warnings ("editor settings", "command
+    line"); each source says at most :data:`MAX_MESSAGES_PER_SOURCE` problems, then
+    one line counting the rest.  The defaults themselves depend on the embedding model
+    the layers choose, so the layers are applied twice: once to learn the model, once
+    over its defaults.
     """
-    warnings: list[str] = []
-    layers = [read_settings_file(docs_root, warnings), *overrides]
+    file_warnings: list[str] = []
+    named = [(SETTINGS_FILE, read_settings_file(docs_root, file_warnings))]
+    for n, layer in enumerate(overrides):
+        named.append((sources[n] if n < len(sources) else "settings", layer))
+    layers: list[tuple[str, Mapping[str, Any]]] = []
+    said: dict[str, list[str]] = {SETTINGS_FILE: file_warnings}
+    for source, layer in named:
+        if source != SETTINGS_FILE and depth(layer, MAX_DEPTH) > MAX_DEPTH:
+            said.setdefault(source, []).append(f"nested more than {MAX_DEPTH} levels deep; ignored")
+            continue
+        layers.append((source, layer))
     settings = Settings()
-    for layer in layers:
+    for _, layer in layers:
         settings = merge(settings, layer, "", [])
     own_model = bool(settings.embedding.model)
     settings = Settings(retrieval=OWN_MODEL_RETRIEVAL if own_model else BUNDLED_MODEL_RETRIEVAL)
-    for layer in layers:
-        settings = merge(settings, layer, "", warnings)
+    for source, layer in layers:
+        settings = merge(settings, layer, "", said.setdefault(source, []))
+    warnings = [line for source, found in said.items() for line in bounded(source, found)]
     for warning in warnings:
         log.warning("%s", warning)
     return settings, warnings

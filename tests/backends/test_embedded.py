@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from citeline.backends.embedded import EmbeddedIndex
+from citeline.backends.embedded import EmbeddedIndex, IndexFolderRefused, check_configured_folder
 from citeline.backends.faiss import FaissVectorIndex
 from citeline.backends.sqlite.store import rebuild_marker
 from citeline.core.chunking import ChunkSettings
@@ -223,3 +223,61 @@ def test_vectors_added_on_their_own_survive_without_a_file(tmp_path: Path) -> No
         other = EmbeddedIndex(tmp_path, IDENTITY, FaissVectorIndex)
         assert set(other.vectors_for_keys(["k1"])) == {"k1"}
         other.close()
+
+
+def test_a_configured_index_folder_that_is_not_an_index_is_left_alone(tmp_path: Path) -> None:
+    (tmp_path / "README.md").write_text("# mine\n")
+    (tmp_path / "notes").mkdir()
+    (tmp_path / "notes" / "a.md").write_text("a\n")
+    (tmp_path / "link").symlink_to(tmp_path / "notes")
+    for name in ("README.md", "notes", "link"):
+        with pytest.raises(IndexFolderRefused, match="leaves it alone"):
+            check_configured_folder(tmp_path / name)
+    assert (tmp_path / "README.md").read_text() == "# mine\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["README.md", "link", "notes"]
+    check_configured_folder(tmp_path / "missing")  # free: fine
+    (tmp_path / "empty").mkdir()
+    check_configured_folder(tmp_path / "empty")
+    index = EmbeddedIndex(tmp_path / "empty", IDENTITY, FaissVectorIndex)
+    index.close()
+    (tmp_path / "empty" / "index.sqlite3").unlink()
+    check_configured_folder(tmp_path / "empty")  # its .gitignore says it is Citeline's
+
+
+def test_a_writer_waiting_for_the_lock_lets_work_in_and_says_who_it_waits_for(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    import threading
+    import time
+
+    first = EmbeddedIndex(tmp_path, IDENTITY, FaissVectorIndex)
+    second = EmbeddedIndex(tmp_path, IDENTITY, FaissVectorIndex)
+    holding, release = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        with first.writing():
+            add_file(first, "a.md", "k1", unit([1, 0, 0]))
+            holding.set()
+            release.wait(10)
+
+    thread = threading.Thread(target=hold)
+    thread.start()
+    assert holding.wait(10)
+    second.refresh()  # a writer is at work: the loaded mirrors stay, nothing rebuilt
+    assert second.dense_search(unit([1, 0, 0]).reshape(1, -1), 1) == []
+    calls: list[float] = []
+
+    def between() -> None:
+        calls.append(time.monotonic())
+        if len(calls) == 50:
+            release.set()
+
+    with caplog.at_level(logging.WARNING), second.writing(between):
+        assert set(second.files()) == {"a.md"}
+    thread.join(10)
+    assert len(calls) >= 50
+    said = [r.getMessage() for r in caplog.records if "waiting" in r.getMessage()]
+    assert len(said) == 1 and f"pid {os.getpid()}" in said[0] and "is indexing" in said[0]
+    assert second.dense_search(unit([1, 0, 0]).reshape(1, -1), 1)  # taken up after
+    first.close()
+    second.close()

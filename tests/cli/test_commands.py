@@ -141,7 +141,8 @@ def test_expected_errors_are_one_line(tmp_path: Path) -> None:
         bad = run(
             "search", "x", "--docs", str(tmp_path / "r"), "--reranker", str(path), check=False
         )
-        assert bad.returncode == 2 and message in bad.stderr and path.name in bad.stderr
+        # A reranker that cannot be used is one warning, and the search runs without it.
+        assert bad.returncode == 0 and message in bad.stderr and path.name in bad.stderr
         assert "Traceback" not in bad.stderr and bad.stderr.strip().count("\n") == 0
 
 

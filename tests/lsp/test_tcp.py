@@ -144,3 +144,29 @@ def test_a_client_that_shuts_down_but_leaves_without_exit_is_not_the_end(
         again.close()
     finally:
         run.ls.service.stop(5)
+
+
+def test_a_new_connection_closes_the_oldest_waiting_one_when_all_places_are_taken(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(transport, "MAX_UNAUTHENTICATED", 2)
+    run = TcpRun(tmp_path)
+    try:
+        oldest = Peer.connect("127.0.0.1", run.port)
+        time.sleep(0.2)
+        newer = Peer.connect("127.0.0.1", run.port)
+        time.sleep(0.2)
+        holder, answer = run.client(run.token)  # the third: the oldest makes room
+        assert "capabilities" in answer["result"]
+        refused = oldest.receive(5)
+        assert refused is None or refused["error"]["code"] == transport.UNAUTHORIZED
+        assert oldest.receive(5) is None  # closed
+        # the other idle one is closed by the handshake deadline
+        started = time.monotonic()
+        late = newer.receive(10)
+        assert late is None or late["error"]["code"] == transport.UNAUTHORIZED
+        assert time.monotonic() - started < transport.AUTH_TIMEOUT + 2
+        for peer in (oldest, newer, holder):
+            peer.close()
+    finally:
+        run.ls.service.stop(5)

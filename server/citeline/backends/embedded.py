@@ -25,11 +25,13 @@ as ``<name>.damaged-<time>`` with one warning, and the index is rebuilt.
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import json
 import logging
 import os
 import stat
+import sys
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
@@ -45,6 +47,7 @@ from citeline.backends.sqlite.store import (
 )
 from citeline.core.documents import Chunk
 from citeline.core.embedding import FloatMatrix
+from citeline.core.errors import BackendError, DiskFull, disk_full_message
 from citeline.core.index import (
     FileRecord,
     IndexCounts,
@@ -61,6 +64,55 @@ STORE_FILE = "index.sqlite3"
 VECTORS_FILE = "vectors.faiss"
 KEYWORDS_FILE = "keywords.postings"
 LOCK_FILE = "lock"
+
+
+class IndexFolderRefused(BackendError):
+    """A configured index folder holds something that is not a Citeline index: it is
+    left as it is, never moved aside as if it were a damaged index."""
+
+
+def check_configured_folder(index_dir: Path) -> None:
+    """Refuse an index folder set by ``[index] path`` that is not Citeline's to use.
+
+    Only the default ``.citeline`` (Citeline's own name) is repaired by moving what is
+    in its way aside.  A configured place must be missing, an empty folder, or a
+    folder that already holds a Citeline index; a file (``README.md``, ``~/.bashrc``),
+    a symlink or a folder of other things there is left untouched and the index is
+    not opened, with one line saying why (:class:`IndexFolderRefused`).
+    """
+    try:
+        info = os.lstat(index_dir)
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        raise IndexFolderRefused(f"cannot use {index_dir} as the index folder: {exc}") from exc
+    fix = "; Citeline leaves it alone (change [index] path)"
+    if stat.S_ISLNK(info.st_mode):
+        raise IndexFolderRefused(f"the index folder {index_dir} is a symlink{fix}")
+    if not stat.S_ISDIR(info.st_mode):
+        raise IndexFolderRefused(f"the index folder {index_dir} is a file, not an index{fix}")
+    try:
+        names = set(os.listdir(index_dir))
+    except OSError as exc:
+        raise IndexFolderRefused(f"cannot use {index_dir} as the index folder: {exc}") from exc
+    if names and STORE_FILE not in names and not _own_gitignore(index_dir / ".gitignore"):
+        raise IndexFolderRefused(
+            f"the index folder {index_dir} holds other files and no Citeline index{fix}"
+        )
+
+
+def _own_gitignore(path: Path) -> bool:
+    """Whether ``path`` is the ``.gitignore`` Citeline writes in its index folders."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return False
+    try:
+        return stat.S_ISREG(os.fstat(fd).st_mode) and os.read(fd, 64).startswith(b"# Citeline")
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
 
 
 class EmbeddedIndex:
@@ -113,6 +165,9 @@ class EmbeddedIndex:
         path = self.index_dir / STORE_FILE
         try:
             return SqliteStore(path)
+        except DiskFull as exc:  # read what is there; writing waits for space
+            log.info("%s; opening the index read-only", exc)
+            return SqliteStore(path, snapshot=True)
         except StoreDamaged as exc:
             for file in database_files(path):
                 if file.exists() or file.is_symlink():
@@ -134,7 +189,7 @@ class EmbeddedIndex:
         vectors = self._vector_type.empty(dimension)
         for ids, rows in self.store.iter_chunk_vectors(dimension):
             vectors.add(ids, rows)
-        self._save(self.vectors_path, vectors)
+        self._save_if_room(self.vectors_path, vectors)
         return vectors
 
     def _open_keywords(self) -> PostingsKeywordIndex:
@@ -156,7 +211,7 @@ class EmbeddedIndex:
             len(keywords),
             time.perf_counter() - started,
         )
-        self._save(path, keywords)
+        self._save_if_room(path, keywords)
         return keywords
 
     @staticmethod
@@ -169,12 +224,60 @@ class EmbeddedIndex:
         return saved if isinstance(saved, int) else None
 
     def _save(self, path: Path, mirror: VectorIndex | PostingsKeywordIndex) -> None:
-        for file in (path, _generation_file(path)):
-            _clear_way(file)
-        mirror.save(path)
-        _generation_file(path).write_text(json.dumps({"generation": self.store.generation}))
+        """Save a mirror with the generation it reflects; :class:`DiskFull` when there
+        is no space (the generation file is written last: a mirror cut short is never
+        taken for a saved one)."""
+        try:
+            for file in (path, _generation_file(path)):
+                _clear_way(file)
+            mirror.save(path)
+            _generation_file(path).write_text(json.dumps({"generation": self.store.generation}))
+        except (OSError, RuntimeError) as exc:  # FAISS says a failed write as RuntimeError
+            if not _no_space(exc):
+                raise
+            with contextlib.suppress(OSError):
+                _generation_file(path).unlink()
+            raise DiskFull(disk_full_message(self.index_dir)) from exc
+
+    def _save_if_room(self, path: Path, mirror: VectorIndex | PostingsKeywordIndex) -> None:
+        """Save a mirror rebuilt for reading; on a full disk keep it in memory only (the
+        next open rebuilds it again): a full disk never stops a search."""
+        try:
+            self._save(path, mirror)
+        except DiskFull as exc:
+            log.warning("%s; the rebuilt %s is kept in memory only", exc, path.name)
+
+    def _mirrors_saved(self) -> bool:
+        """Whether both mirrors on disk reflect the store as it is (nothing to save)."""
+        generation = self.store.generation
+        return all(
+            self._saved_generation(path) == generation
+            for path in (self.vectors_path, self.keywords_path)
+        )
 
     def refresh(self) -> None:
+        """Take up what another process committed.  While it is still writing (it holds
+        the lock), the mirrors loaded stay: its batch saves them when it ends, and
+        rebuilding them meanwhile would cost every search and race its save."""
+        if self.store.generation == self._loaded_generation:
+            return
+        try:
+            fd = _open_lock(self.index_dir / LOCK_FILE)
+        except OSError:
+            return
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                return  # a writer is at work: search what is loaded
+            try:
+                self._reload()
+            finally:
+                fcntl.flock(fd, fcntl.LOCK_UN)
+        finally:
+            os.close(fd)
+
+    def _reload(self) -> None:
         if self.store.generation != self._loaded_generation:
             self.vectors = self._open_vectors()
             self.keywords = self._open_keywords()
@@ -229,21 +332,53 @@ class EmbeddedIndex:
     # -- writing ----------------------------------------------------------------------
 
     @contextlib.contextmanager
-    def writing(self) -> Iterator[None]:
-        """Exclusive write access across processes (a CLI run and a daemon, say)."""
+    def writing(self, between: Callable[[], None] | None = None) -> Iterator[None]:
+        """Exclusive write access across processes (a CLI run and a daemon, say).
+
+        While another process holds it, ``between`` runs every :data:`LOCK_POLL`
+        seconds (a daemon's searches go on) and one line says who is being waited
+        for; the holder's pid and command are in the lock file."""
         fd = _open_lock(self.index_dir / LOCK_FILE)
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
+            self._lock(fd, between)
             try:
-                self.refresh()
+                self._reload()
+                before = self.store.generation
                 yield
-                self._save(self.vectors_path, self.vectors)
-                self._save(self.keywords_path, self.keywords)
+                if self.store.generation != before or not self._mirrors_saved():
+                    self._save(self.vectors_path, self.vectors)
+                    self._save(self.keywords_path, self.keywords)
                 self._loaded_generation = self.store.generation
             finally:
                 fcntl.flock(fd, fcntl.LOCK_UN)
         finally:
             os.close(fd)
+
+    def _lock(self, fd: int, between: Callable[[], None] | None) -> None:
+        started = time.monotonic()
+        said = False
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                pass
+            if not said and time.monotonic() - started >= LOCK_SAY_AFTER:
+                said = True
+                log.warning(
+                    "waiting: another Citeline process (%s) is indexing %s; this one goes"
+                    " on when it has committed its batch",
+                    _holder(fd),
+                    self.index_dir.parent,
+                )
+            if between is not None:
+                between()
+            time.sleep(LOCK_POLL)
+        if said:
+            log.info("done waiting (%.1f s)", time.monotonic() - started)
+        with contextlib.suppress(OSError):  # who holds it, for whoever waits
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, f"pid {os.getpid()}: {_command()}".encode(errors="replace"), 0)
 
     def vectors_for_keys(self, keys: Iterable[str]) -> dict[str, Vector]:
         return self.store.vectors_for_keys(keys, self._identity.dimension)
@@ -306,6 +441,33 @@ class EmbeddedIndex:
 
     def close(self) -> None:
         self.store.close()
+
+
+LOCK_POLL = 0.02  # seconds between two tries of a write lock another process holds
+LOCK_SAY_AFTER = 0.5  # a wait this long is said, once
+
+
+def _holder(fd: int) -> str:
+    """What the lock file says of the process holding it."""
+    try:
+        text = os.pread(fd, 300, 0).decode(errors="replace").strip()
+    except OSError:
+        text = ""
+    return " ".join(text.split()) or "its pid unknown"
+
+
+def _command() -> str:
+    if not sys.argv:
+        return "citeline"
+    name = os.path.basename(sys.argv[0])
+    argv = ["citeline" if "citeline" in sys.argv[0] else name, *sys.argv[1:3]]
+    return " ".join(argv)[:200]
+
+
+def _no_space(exc: BaseException) -> bool:
+    if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        return True
+    return "No space left on device" in str(exc)
 
 
 def _generation_file(path: Path) -> Path:

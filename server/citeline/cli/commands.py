@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from citeline.cli.progress import progress
-from citeline.service.errors import ServiceError
+from citeline.service.errors import DiskFull, ServiceError
 
 if TYPE_CHECKING:
     from citeline.service.workspace import Workspace
@@ -50,7 +50,7 @@ def _open(
         overrides["embedding"] = {"model": args.model}
     if getattr(args, "reranker", None):
         overrides["reranking"] = {"model": args.reranker}
-    settings, _ = load_settings(docs, overrides)
+    settings, _ = load_settings(docs, overrides, sources=("command line",))
     workspace = open_workspace(docs, settings, write_collection=write_collection)
     if getattr(args, "seed_from", None):
         try:
@@ -71,8 +71,12 @@ def _update_first(workspace: Workspace, args: argparse.Namespace) -> None:
     """Bring the index up to date before answering: cheap when nothing changed."""
     if args.no_update:
         return
-    with progress("indexing") as bar:
-        report = workspace.update(progress=bar)
+    try:
+        with progress("indexing") as bar:
+            report = workspace.update(progress=bar)
+    except DiskFull as exc:  # the index as it is answers
+        log.warning("%s; searching the index as it is", exc)
+        return
     for path, message in report.errors:
         log.warning("%s: %s", path, message)
 

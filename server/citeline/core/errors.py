@@ -27,3 +27,17 @@ class IndexUnavailable(BackendError):
 class IndexMismatch(BackendError):
     """An index was built by another embedding model than the one configured, and
     this handle may not rebuild it (a reader of a shared collection)."""
+
+
+class DiskFull(IndexUnavailable):
+    """There is no space left where the index is written.  Nothing is half-written (a
+    file's change is one transaction) and the index as it is stays readable; the
+    service tries again on its own, and a whole-folder plan then indexes every file
+    that changed meanwhile."""
+
+
+def disk_full_message(where: object) -> str:
+    return (
+        f"the disk is full: cannot write the index at {where} (the index as it is stays"
+        " searchable; indexing resumes when there is space)"
+    )

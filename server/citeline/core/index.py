@@ -217,9 +217,11 @@ class DocumentIndex(Protocol):
 
     # -- writing (inside ``writing()``) ---------------------------------------------
 
-    def writing(self) -> AbstractContextManager[None]:
+    def writing(self, between: Callable[[], None] | None = None) -> AbstractContextManager[None]:
         """Exclusive write access across processes; refreshes first, commits at the
-        end of the block (not when it raises: what was committed file by file stays)."""
+        end of the block (not when it raises: what was committed file by file stays).
+        While another process writes, ``between`` runs every few milliseconds (the
+        daemon's searches), so waiting for the lock never holds them."""
         ...
 
     def vectors_for_keys(self, keys: Iterable[str]) -> dict[str, Vector]:

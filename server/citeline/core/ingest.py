@@ -52,6 +52,11 @@ Planned = Callable[[int], None]
 """Called once a batch is planned, with the number of files it reads or removes: the
 daemon's catch-up after a start says "indexing" only when something changed."""
 
+Parse = Callable[[bytes, Path, str, Between], SourceDocument]
+"""Turns a file's bytes (with its path and relative path) into a document, calling
+``between`` while it waits if it waits (a parser in another process); LoadError for
+a file it cannot use.  The default parses in this process."""
+
 PLAN_PAUSE_FILES = 500  # files compared between two calls of ``between`` while planning
 
 
@@ -191,6 +196,7 @@ class Ingestor:
         max_file_bytes: int = 20 * 1024 * 1024,
         batch_chunks: int = 64,
         embed_chunks: int | None = None,
+        parse: Parse | None = None,
     ) -> None:
         self.index = index
         self.documents = documents
@@ -199,6 +205,8 @@ class Ingestor:
         self.max_file_bytes = max_file_bytes
         self.batch_chunks = batch_chunks  # chunks read before they are embedded and committed
         self.embed_chunks = embed_chunks  # texts per model call (None: batch_chunks)
+        self.parse: Parse = parse or _parse_here
+        self._between: Between = _nothing  # the running batch's, for a parse that waits
         # Keyword terms of recent chunk texts by embedding key: a saved file's unchanged
         # chunks are not stemmed again (a third of a save's work in a 50 KB file).
         self._terms: OrderedDict[str, str] = OrderedDict()
@@ -253,9 +261,9 @@ class Ingestor:
         between: Between | None = None,
     ) -> IngestReport:
         started = time.perf_counter()
-        pause = between or _nothing
+        pause = self._between = between or _nothing
         report = IngestReport()
-        with self.index.writing():
+        with self.index.writing(between):
             plan = plan if plan is not None else plan_changes(self.index, self.documents)
             known = self.index.files([rel for rel, _ in plan.to_check])
             total = len(plan.to_check)
@@ -319,7 +327,7 @@ class Ingestor:
             self.index.touch_file(rel, st.st_size, st.st_mtime_ns)
             return None
         try:
-            document = parse_document(data, path, rel)
+            document = self.parse(data, path, rel, self._between)
         except LoadError as exc:
             log.warning("%s: %s", display_text(rel), exc)
             return _Prepared(rel, content_hash, st.st_size, st.st_mtime_ns, None, [], str(exc))
@@ -406,6 +414,10 @@ class Ingestor:
 
 def _nothing() -> None:
     pass
+
+
+def _parse_here(data: bytes, path: Path, rel: str, between: Between) -> SourceDocument:
+    return parse_document(data, path, rel)
 
 
 def _os_message(exc: OSError) -> str:

@@ -5,11 +5,14 @@ file only the user can read (mode 0600, in ``$XDG_RUNTIME_DIR/citeline/`` or the
 cache folder's ``run/``; ``--token-file`` chooses); the log (stderr) says where,
 never what.  A client's first message must be ``initialize`` with the token in
 ``initializationOptions.token`` (or ``initializationOptions.citeline.token``),
-within 10 seconds; otherwise it gets error :data:`UNAUTHORIZED` and is
-disconnected, and nothing else is served to it.  One client is served at a time:
+within 2 seconds; otherwise it gets error :data:`UNAUTHORIZED` and is
+disconnected, and nothing else is served to it.  At most 32 connections wait to
+authenticate; a newer one closes the oldest waiting, so idle connections cannot
+starve the token holder.  One client is served at a time:
 another that authenticates meanwhile gets :data:`BUSY` and is disconnected, the
 first is not disturbed.  When a client disconnects the server keeps its folders
-and models and keeps listening; ``exit`` (after ``shutdown``) ends it.
+and models and keeps listening; ``exit`` (after ``shutdown``) or SIGTERM ends it,
+closing every index cleanly and removing the token file.
 """
 
 from __future__ import annotations
@@ -35,7 +38,7 @@ from citeline.lsp.framing import (
     handle_frame,
     valid_id,
 )
-from citeline.lsp.transport import READ_CHUNK, Exit, NullWriter, StreamWriter
+from citeline.lsp.transport import READ_CHUNK, Exit, NullWriter, StreamWriter, stop_on_sigterm
 
 if TYPE_CHECKING:
     from citeline.lsp.server import CitelineServer
@@ -43,8 +46,13 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 AUTH_MAX_BYTES = 256 * 1024  # an initialize message, before the client is known
-AUTH_TIMEOUT = 10.0
-MAX_UNAUTHENTICATED = 8  # connections waiting to authenticate at once
+# A client sends initialize as soon as it connects: a connection that has not within
+# this long is closed.  At most MAX_UNAUTHENTICATED wait at once; a new one beyond
+# that closes the oldest waiting, so connections that sit idle (and reconnect when
+# dropped) can never keep the token holder out: its initialize arrives long before
+# as many new connections.
+AUTH_TIMEOUT = 2.0
+MAX_UNAUTHENTICATED = 32
 
 UNAUTHORIZED = -32010  # JSON-RPC's range for implementation-defined server errors
 BUSY = -32011
@@ -137,7 +145,8 @@ class TcpServer:
         self.private_folder = private_folder
         self.token = secrets.token_urlsafe(32)
         self.active: asyncio.StreamWriter | None = None
-        self.unauthenticated = 0
+        self.waiting: dict[asyncio.StreamWriter, None] = {}  # unauthenticated, oldest first
+        self.dropped = 0  # connections closed to make room for newer ones
         self.exit = Exit()
 
     def run(self) -> int:
@@ -146,6 +155,7 @@ class TcpServer:
     async def _main(self) -> int:
         self.ls.exit_requested = self.exit.request
         self.ls.protocol.set_writer(NullWriter())
+        stop_on_sigterm(self.exit)
         server = await asyncio.start_server(
             self._connection, self.host, self.port, limit=MAX_HEADER_BYTES
         )
@@ -165,19 +175,36 @@ class TcpServer:
         return self.exit.code or 0
 
     async def _connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        """One connection, to its end; one the server's end cancels ends quietly (a
+        cancelled connection task would have asyncio log a traceback for it)."""
+        try:
+            await self._serve_connection(reader, writer)
+        except asyncio.CancelledError:
+            writer.transport.abort()
+
+    async def _serve_connection(
+        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+    ) -> None:
         peer = writer.get_extra_info("peername")
-        if self.unauthenticated >= MAX_UNAUTHENTICATED:
-            log.warning("refused a connection from %s: too many waiting to authenticate", peer)
-            writer.close()
-            return
-        self.unauthenticated += 1
+        if len(self.waiting) >= MAX_UNAUTHENTICATED:
+            oldest = next(iter(self.waiting))
+            del self.waiting[oldest]
+            oldest.transport.abort()  # its read ends at once; it is refused as unauthorized
+            self.dropped += 1
+            if self.dropped == 1 or self.dropped % 1000 == 0:
+                log.warning(
+                    "%d connection(s) waiting to authenticate closed to make room (%d may wait)",
+                    self.dropped,
+                    MAX_UNAUTHENTICATED,
+                )
+        self.waiting[writer] = None
         parser = FrameParser(max_body=AUTH_MAX_BYTES)
         try:
             first = await asyncio.wait_for(_first_frame(reader, parser), AUTH_TIMEOUT)
         except (TimeoutError, ConnectionError, asyncio.IncompleteReadError):
             first = None
         finally:
-            self.unauthenticated -= 1
+            self.waiting.pop(writer, None)
         verdict = self._authenticate(first)
         if isinstance(verdict, tuple):
             msg_id, code, message = verdict

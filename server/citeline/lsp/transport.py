@@ -12,6 +12,7 @@ import asyncio
 import contextlib
 import logging
 import os
+import signal
 import threading
 from collections.abc import Callable
 from functools import partial
@@ -86,6 +87,21 @@ class Exit:
         self.event.set()
 
 
+def stop_on_sigterm(exit_: Exit) -> None:
+    """End the server as ``exit`` does when SIGTERM arrives: every index is closed
+    cleanly (the next start skips its full check) and the TCP token file removed.
+    Only the main thread's loop can take signals; elsewhere this does nothing."""
+    if threading.current_thread() is not threading.main_thread():
+        return
+
+    def stop() -> None:
+        log.info("SIGTERM: closing")
+        exit_.request(0)
+
+    with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+        asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop)
+
+
 def serve_stdio(ls: CitelineServer, stdin: IO[bytes], stdout: IO[bytes]) -> int:
     """Serve one client over stdin/stdout; the exit status (0 after shutdown and exit)."""
     return asyncio.run(_stdio(ls, stdin, stdout))
@@ -95,6 +111,7 @@ async def _stdio(ls: CitelineServer, stdin: IO[bytes], stdout: IO[bytes]) -> int
     loop = asyncio.get_running_loop()
     exit_ = Exit()
     ls.exit_requested = exit_.request
+    stop_on_sigterm(exit_)
     frames: asyncio.Queue[Frame | None] = asyncio.Queue()
     room = threading.Semaphore(BACKLOG_FRAMES)
     ls.protocol.set_writer(PipeWriter(stdout))

@@ -13,7 +13,9 @@ server answers "Citeline failed" and logs the traceback.
 
 from __future__ import annotations
 
-from citeline.core.errors import BackendError
+from citeline.core.errors import BackendError, DiskFull
+
+__all__ = ["EXPECTED_ERRORS", "BackendError", "DiskFull", "ServiceError"]
 
 
 class ServiceError(Exception):

@@ -38,6 +38,7 @@ INGEST_BATCH_CHUNKS = 16  # chunks read, embedded and committed together
 # Texts per embedding call while serving: queued searches run between calls, so one
 # waits for at most one call (~70 ms quiet for two 256-token chunks on 2 cores).
 INGEST_EMBED_CHUNKS = 2
+SOURCES = ("editor settings", "command line")  # the layers over citeline.toml, in order
 
 
 @dataclass(eq=False)
@@ -198,7 +199,9 @@ class Folders:
     def add(self, root: Path) -> Folder:
         """Serve ``root``: read its settings, watch it, index it."""
         root = root.expanduser().absolute()
-        settings, warnings = load_settings(root, self.editor_settings, self.command_line)
+        settings, warnings = load_settings(
+            root, self.editor_settings, self.command_line, sources=SOURCES
+        )
         folder = Folder(root=root, settings=settings, warnings=warnings)
         self._folders[folder.key] = folder
         self.events.show_warnings(folder.name, warnings)
@@ -292,7 +295,9 @@ class Folders:
     def reload_settings(self, folder: Folder | None = None) -> None:
         """Re-read citeline.toml and the editor's settings; reindex if the index must change."""
         for f in [folder] if folder is not None else list(self._folders.values()):
-            settings, warnings = load_settings(f.root, self.editor_settings, self.command_line)
+            settings, warnings = load_settings(
+                f.root, self.editor_settings, self.command_line, sources=SOURCES
+            )
             new_warnings = [w for w in warnings if w not in f.warnings]
             f.warnings = warnings
             self.events.show_warnings(f.name, new_warnings)

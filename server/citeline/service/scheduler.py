@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from citeline.core import loaders
-from citeline.core.errors import IndexDamaged, IndexUnavailable
+from citeline.core.errors import DiskFull, IndexDamaged, IndexUnavailable
 from citeline.core.ingest import IngestReport
 from citeline.service.errors import EXPECTED_ERRORS, ServiceError
 from citeline.service.events import Events, Progress
@@ -44,6 +44,7 @@ MAX_WAIT_SECONDS = 2.0  # …or this long after the first change of a burst
 PROGRESS_MIN_FILES = 20  # smaller watcher batches do not show progress
 COUNTS_INTERVAL = 0.25  # seconds between count refreshes while indexing
 RETRY_SECONDS = 2.0  # an index whose server is unreachable is tried again this often
+DISK_RETRY_SECONDS = 5.0  # an index whose disk is full, this often
 
 
 @dataclass(eq=False)
@@ -256,15 +257,20 @@ class IngestScheduler:
                 _fail(waiters, exc)
                 return
             message = str(exc) or type(exc).__name__
+            if isinstance(exc, DiskFull):  # reopened on the retry: read-only until space
+                await worker.call(lambda: close_workspace(folder))
             if not isinstance(exc, EXPECTED_ERRORS):
                 log.error("%s: indexing failed: %s", folder.name, exc, exc_info=exc)
-            elif folder.state != "error" or folder.message != message:
+            elif folder.message != message:
                 # once per state: a team server that stays away is retried quietly
                 log.error("%s: indexing failed: %s", folder.name, message)
             folder.state = "error"
             folder.message = message
-            if isinstance(exc, IndexUnavailable):  # the server may come back: try again
-                loop.call_later(RETRY_SECONDS, self.schedule, folder, None)
+            if isinstance(exc, IndexUnavailable):  # the server (or space) may come back:
+                # try again, planning the whole folder, so that whatever changed
+                # meanwhile (the edits a full disk refused included) is indexed then
+                wait = DISK_RETRY_SECONDS if isinstance(exc, DiskFull) else RETRY_SECONDS
+                loop.call_later(wait, self.schedule, folder, None)
             _fail(waiters, exc)
             if shown is not None:
                 shown.end(f"failed: {folder.message}")

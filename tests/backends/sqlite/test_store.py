@@ -9,6 +9,7 @@ import pytest
 
 from citeline.backends.sqlite.store import SqliteStore, StoreDamaged, StoreError, rebuild_marker
 from citeline.core.documents import Chunk
+from citeline.core.errors import DiskFull
 from citeline.core.index import IndexCounts, NewChunk
 
 
@@ -226,3 +227,23 @@ def test_rows_are_plain_sqlite(tmp_path: Path) -> None:
     store.close()
     db = sqlite3.connect(tmp_path / "s.db")
     assert db.execute("SELECT value FROM meta WHERE key='embedder'").fetchone() == ("x",)
+
+
+def test_a_snapshot_reads_what_is_there_and_every_write_is_disk_full(tmp_path: Path) -> None:
+    store = SqliteStore(tmp_path / "s.db")
+    put(store, "h1", [NewChunk(chunk("one"), "k1")], {"k1": vec(1)})
+    generation = store.generation
+    store.close()
+    snapshot = SqliteStore(tmp_path / "s.db", snapshot=True)
+    assert snapshot.files()["a.md"].content_hash == "h1"
+    assert snapshot.generation == generation and snapshot.counts() == IndexCounts(1, 1)
+    snapshot.set_meta("generation", str(generation))  # the same value: nothing written
+    with pytest.raises(DiskFull, match="the disk is full"):
+        put(snapshot, "h2", mtime_ns=2)
+    with pytest.raises(DiskFull):
+        snapshot.add_vectors({"k2": vec(2)})
+    snapshot.close()
+    assert not (tmp_path / "s.db-wal").exists()  # opened without its journal files
+    again = SqliteStore(tmp_path / "s.db")
+    assert again.files()["a.md"].content_hash == "h1"  # nothing was half-written
+    again.close()

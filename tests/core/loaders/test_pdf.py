@@ -9,7 +9,7 @@ import pymupdf as _pymupdf
 import pytest
 
 from citeline.core.documents import LoadError, SourceDocument
-from citeline.core.loaders import load_document
+from citeline.core.loaders import load_document, pdf
 
 pymupdf: Any = _pymupdf  # PyMuPDF's API is untyped
 
@@ -334,3 +334,12 @@ def test_a_long_generated_pdf_loses_no_text(tmp_path: Path) -> None:
         f"Record {n}: value {n * 37 % 1000}" for n in range(1, 301)
     ]
     assert loaded.notes[0].startswith("left out 300 running header/footer line(s)")
+
+
+def test_an_outline_nested_deeper_than_the_limit_keeps_its_first_levels() -> None:
+    doc = pymupdf.open()
+    doc.new_page().insert_text((72, 72), "The keeper logs the weather.")
+    doc.set_toc([[level, f"L{level}", 1] for level in range(1, 41)])
+    loaded = pdf.load_pdf(doc.tobytes(), "deep.pdf", "deep.pdf")
+    (block,) = loaded.blocks
+    assert block.heading_path == tuple(f"L{n}" for n in range(1, pdf.MAX_OUTLINE_DEPTH + 1))

@@ -590,7 +590,7 @@ class PostgresIndex:
             )
 
     @contextlib.contextmanager
-    def writing(self) -> Iterator[None]:
+    def writing(self, between: Callable[[], None] | None = None) -> Iterator[None]:
         """The collection's one writer: a session advisory lock for the block (a second
         writer fails at once, naming the first).  Each file commits on its own."""
         self._writable()

@@ -37,7 +37,7 @@ import numpy.typing as npt
 from citeline.backends.sqlite import clean_close, fts5
 from citeline.backends.sqlite.fts5 import Fts5KeywordIndex
 from citeline.core.documents import Chunk
-from citeline.core.errors import BackendError, IndexDamaged
+from citeline.core.errors import BackendError, DiskFull, IndexDamaged, disk_full_message
 from citeline.core.index import FileRecord, IndexCounts, NewChunk, Vector
 
 log = logging.getLogger(__name__)
@@ -143,27 +143,52 @@ class _Connection(sqlite3.Connection):
     (one line, never a traceback), whatever query meets the damage first."""
 
     store_path: Path = Path()
+    read_only_snapshot = False  # opened read-only because the disk is full
 
     def execute(self, *args: Any, **kwargs: Any) -> sqlite3.Cursor:
         try:
             return super().execute(*args, **kwargs)
         except sqlite3.DatabaseError as exc:
-            raise _translated(exc, self.store_path) from exc
+            raise _translated(exc, self.store_path, self.read_only_snapshot) from exc
 
     def executemany(self, *args: Any, **kwargs: Any) -> sqlite3.Cursor:
         try:
             return super().executemany(*args, **kwargs)
         except sqlite3.DatabaseError as exc:
-            raise _translated(exc, self.store_path) from exc
+            raise _translated(exc, self.store_path, self.read_only_snapshot) from exc
 
     def executescript(self, *args: Any, **kwargs: Any) -> sqlite3.Cursor:
         try:
             return super().executescript(*args, **kwargs)
         except sqlite3.DatabaseError as exc:
-            raise _translated(exc, self.store_path) from exc
+            raise _translated(exc, self.store_path, self.read_only_snapshot) from exc
 
 
-def _translated(exc: sqlite3.DatabaseError, path: Path) -> Exception:
+def _disk_full(exc: sqlite3.Error) -> bool:
+    code = getattr(exc, "sqlite_errorcode", None)
+    return code is not None and code & 0xFF == sqlite3.SQLITE_FULL
+
+
+def _io_error(exc: sqlite3.Error) -> bool:
+    code = getattr(exc, "sqlite_errorcode", None)
+    return code is not None and code & 0xFF in (sqlite3.SQLITE_IOERR, sqlite3.SQLITE_CANTOPEN)
+
+
+def no_space_left(folder: Path) -> bool:
+    """Whether the file system holding ``folder`` has (almost) no space left."""
+    try:
+        info = os.statvfs(folder)
+    except OSError:
+        return False
+    return info.f_bavail * info.f_frsize < 256 * 1024
+
+
+def _translated(exc: sqlite3.DatabaseError, path: Path, snapshot: bool = False) -> Exception:
+    code = getattr(exc, "sqlite_errorcode", 0) or 0
+    if _disk_full(exc) or (snapshot and code & 0xFF == sqlite3.SQLITE_READONLY):
+        return DiskFull(disk_full_message(path.parent))
+    if _io_error(exc) and no_space_left(path.parent):
+        return DiskFull(disk_full_message(path.parent))
     if _damaged(exc, path):
         # Damage met in use: the next open rebuilds, whatever its own check sees.
         with contextlib.suppress(OSError):
@@ -209,18 +234,44 @@ class SqliteStore:
     statement that meets damage the check could not see.
     """
 
-    def __init__(self, path: Path) -> None:
+    _db: sqlite3.Connection
+
+    def __init__(self, path: Path, *, snapshot: bool = False) -> None:
+        """``snapshot``: open the database as it is on disk, read-only, without the
+        journal files WAL mode needs (what a full disk leaves possible); every write
+        is :class:`DiskFull`."""
         self.path = path
+        self.snapshot = snapshot
         try:
+            if snapshot:
+                self._open_snapshot()
+                return
             self._open()
         except StoreDamaged:
             self.close()
             raise
         except sqlite3.DatabaseError as exc:
             self.close()
+            if _disk_full(exc) or (_io_error(exc) and no_space_left(path.parent)):
+                raise DiskFull(disk_full_message(path.parent)) from exc
             if _damaged(exc, path):
                 raise StoreDamaged(f"index database {path} is damaged ({exc})") from exc
             raise StoreError(f"cannot open the index database {path}: {exc}") from exc
+
+    def _open_snapshot(self) -> None:
+        self._opened = False  # never stamped: nothing of it was checked or written
+        if not self.path.is_file():
+            raise DiskFull(disk_full_message(self.path.parent))
+        uri = f"{self.path.absolute().as_uri()}?mode=ro&immutable=1"
+        db = sqlite3.connect(
+            uri, uri=True, isolation_level=None, check_same_thread=False, factory=_Connection
+        )
+        assert isinstance(db, _Connection)
+        db.store_path = self.path
+        db.read_only_snapshot = True
+        self._db = db
+        db.execute("SELECT count(*) FROM chunks").fetchone()
+        self.keywords = Fts5KeywordIndex(db)
 
     def _open(self) -> None:
         path = self.path
@@ -237,7 +288,7 @@ class SqliteStore:
         )
         assert isinstance(db, _Connection)
         db.store_path = path
-        self._db: sqlite3.Connection = db
+        self._db = db
         db.execute("PRAGMA journal_mode=WAL")
         db.execute("PRAGMA synchronous=NORMAL")
         db.execute("PRAGMA foreign_keys=ON")
@@ -255,7 +306,8 @@ class SqliteStore:
         columns = {row[1] for row in db.execute("PRAGMA table_info(files)")}
         if "note" not in columns:  # an index from before notes: same format otherwise
             db.execute("ALTER TABLE files ADD COLUMN note TEXT")
-        self.set_meta("schema", SCHEMA_VERSION)
+        if self.get_meta("schema") != SCHEMA_VERSION:  # no write when it is: a full disk
+            self.set_meta("schema", SCHEMA_VERSION)  # leaves an index readable
         db.execute("SELECT count(*) FROM chunks").fetchone()
         self.keywords = Fts5KeywordIndex(db)
         self._opened = True
@@ -269,7 +321,10 @@ class SqliteStore:
         db.close()
         if getattr(self, "_opened", False) and not rebuild_marker(self.path).exists():
             self._opened = False  # recorded once, whatever closes it again
-            clean_close.record(self.path)
+            try:
+                clean_close.record(self.path)
+            except OSError as exc:  # a full disk: the next open checks the database
+                log.info("no clean-close stamp for %s: %s", self.path, exc)
 
     def _schema_version(self) -> str | None:
         exists = self._db.execute(
@@ -287,6 +342,8 @@ class SqliteStore:
         return None if row is None else str(row[0])
 
     def set_meta(self, key: str, value: str) -> None:
+        if not self._db.in_transaction and self.get_meta(key) == value:
+            return  # nothing to write: an index on a full disk opens and reads
         self._db.execute(
             "INSERT INTO meta(key, value) VALUES(?, ?) "
             "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
@@ -550,6 +607,13 @@ class SqliteStore:
 
     # -- transactions -------------------------------------------------------
 
+    def _rollback(self) -> None:
+        """Roll back the open transaction, if SQLite has not already (it does on some
+        errors); the error that led here is the one reported."""
+        with contextlib.suppress(Exception):
+            if self._db.in_transaction:
+                self._db.execute("ROLLBACK")
+
     @contextlib.contextmanager
     def _transaction(self) -> Iterator[None]:
         self._db.execute("BEGIN IMMEDIATE")
@@ -558,9 +622,13 @@ class SqliteStore:
             if _COMMIT_HOOK is not None:
                 _COMMIT_HOOK.before_commit()
         except BaseException:
-            self._db.execute("ROLLBACK")
+            self._rollback()
             raise
-        self._db.execute("COMMIT")
+        try:
+            self._db.execute("COMMIT")
+        except BaseException:  # a full disk at commit: the transaction must not stay open
+            self._rollback()
+            raise
         if _COMMIT_HOOK is not None:
             _COMMIT_HOOK.after_commit()
 

@@ -364,47 +364,59 @@ class _Entry:
     path: tuple[str, ...]
 
 
+MAX_OUTLINE_DEPTH = 16  # deeper outline levels are kept as their ancestor at this depth
+_START_WINDOW = 200  # blocks searched for where an outline entry starts on its page
+
+
 def _outline(doc: Any) -> list[_Entry]:
+    """The outline's entries by page (outline order within a page), each with its path
+    of at most :data:`MAX_OUTLINE_DEPTH` titles: linear in the outline's size."""
     try:
         toc = doc.get_toc(simple=True)
     except Exception as exc:
         logger.info("ignoring an unreadable PDF outline: %s", exc)
         return []
     entries: list[_Entry] = []
-    stack: list[tuple[int, str]] = []
+    stack: list[tuple[int, tuple[str, ...]]] = []  # (level, path) of the open entries
     for item in toc:
         level, title, page = int(item[0]), " ".join(str(item[1]).split()), int(item[2])
         if not title:
             continue
         while stack and stack[-1][0] >= level:
             stack.pop()
-        stack.append((level, title))
+        parent = stack[-1][1] if stack else ()
+        path = (*parent, title) if len(parent) < MAX_OUTLINE_DEPTH else parent
+        stack.append((level, path))
         if page >= 1:
-            entries.append(_Entry(page, title, tuple(text for _, text in stack)))
+            entries.append(_Entry(page, title, path))
     entries.sort(key=lambda entry: entry.page)  # stable: outline order within a page
     return entries
 
 
 def _blocks(pages: list[_Page], entries: list[_Entry]) -> list[Block]:
+    """The pages' blocks with their outline paths; one pass over pages and entries
+    together (both sorted by page)."""
     blocks: list[Block] = []
+    path: tuple[str, ...] = ()
+    at = 0  # entries[:at] start on pages already passed
     for page in pages:
-        before = [entry for entry in entries if entry.page < page.number]
-        path: tuple[str, ...] = before[-1].path if before else ()
-        starting = [entry for entry in entries if entry.page == page.number]
+        while at < len(entries) and entries[at].page < page.number:
+            path = entries[at].path
+            at += 1
+        starting = []
+        while at < len(entries) and entries[at].page == page.number:
+            starting.append(entries[at])
+            at += 1
         texts = [[line.text for line in block] for block in page.blocks]
-        # Where on the page does each starting entry begin?  (block index)
+        norms = [_norm(" ".join(lines)) for lines in texts] if starting else []
+        # Where on the page does each starting entry begin?  (block index; they only
+        # move down the page, at most _START_WINDOW blocks past the previous one)
         starts: list[tuple[int, _Entry]] = []
         search_from = 0
         for entry in starting:
             key = _norm(entry.title)
-            found = next(
-                (
-                    i
-                    for i in range(search_from, len(texts))
-                    if key and _norm(" ".join(texts[i])).startswith(key)
-                ),
-                None,
-            )
+            window = range(search_from, min(len(texts), search_from + _START_WINDOW))
+            found = next((i for i in window if key and norms[i].startswith(key)), None)
             if found is None:
                 starts.append((search_from, entry))
                 continue
@@ -412,10 +424,12 @@ def _blocks(pages: list[_Page], entries: list[_Entry]) -> list[Block]:
             search_from = found
             if texts[found] and _norm(texts[found][0]) == key:
                 texts[found] = texts[found][1:]
+                norms[found] = _norm(" ".join(texts[found]))
+        k = 0
         for i, lines in enumerate(texts):
-            for start, entry in starts:
-                if start <= i:
-                    path = entry.path
+            while k < len(starts) and starts[k][0] <= i:
+                path = starts[k][1].path
+                k += 1
             text = _unwrap(lines)
             if text:
                 blocks.append(Block(text, path, page=page.number))
