@@ -75,7 +75,7 @@ async def test_invalid_settings_are_shown_as_warnings_and_not_fatal(
     client: CitelineClient,
 ) -> None:
     warnings = [m.message for m in client.messages if m.type == types.MessageType.Warning]
-    assert any("search.topK" in w and "many" in w for w in warnings), warnings
+    assert any("search.top_k" in w and "many" in w for w in warnings), warnings
     assert any("colour" in w for w in warnings), warnings
     status = await request(client, "citeline/status", {})
     assert [f["state"] for f in status["folders"]] == ["ready", "ready"]

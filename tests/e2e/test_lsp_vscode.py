@@ -327,18 +327,17 @@ async def test_reindex_reports_the_folder(client: CitelineClient, corpus: Path) 
     assert report["embedded"] == 0
 
 
-async def test_a_failing_model_is_an_error_response_not_a_crash(
+async def test_a_missing_model_is_a_warning_and_the_default_not_a_crash(
     client: CitelineClient, tmp_path: Path
 ) -> None:
     broken = {**TEST_SETTINGS, "generation": {"model": str(tmp_path / "missing.gguf")}}
     client.workspace_did_change_configuration(
         types.DidChangeConfigurationParams(settings={"citeline": broken})
     )
-    error = await expect_error(
-        request(client, "citeline/ask", {"question": SUN}),
-        -32803,
-    )
-    assert "missing.gguf" in error.message
+    answer = await request(client, "citeline/ask", {"question": SUN})
+    assert answer["citations"] and answer["model"] is None  # the bundled way, cited
+    warnings = [m.message for m in client.messages if m.type == types.MessageType.Warning]
+    assert any("missing.gguf does not exist" in w for w in warnings), warnings
     client.workspace_did_change_configuration(
         types.DidChangeConfigurationParams(settings={"citeline": TEST_SETTINGS})
     )
@@ -361,8 +360,10 @@ async def test_a_reranker_set_in_the_editor_reorders_search_results(
     assert status["models"]["reranking"] == reranker_path.name
 
     configure(reranking={"model": str(tmp_path / "missing-reranker.gguf")})
-    error = await expect_error(request(client, "citeline/search", {"query": "bread"}), -32803)
-    assert "missing-reranker.gguf does not exist" in error.message
+    (hit,) = await search(client, "bread dough", k=1)  # a warning, and no reranker
+    assert hit["path"] == "kitchen.md" and hit["rerank"] is None
+    warnings = [m.message for m in client.messages if m.type == types.MessageType.Warning]
+    assert any("missing-reranker.gguf does not exist" in w for w in warnings), warnings
 
     configure()  # reranking off again
     (hit,) = await search(client, "bread dough", k=1)

@@ -10,7 +10,7 @@ from torture import windows
 
 
 def test_a_window_is_never_held_behind_another_windows_indexing(tmp_path: Path) -> None:
-    result = windows.run(tmp_path)
+    result = windows.run(tmp_path, files=500)  # a batch that outlasts the CLI's start
     assert result.problems == []
     waiting = [w for w in result.windows if w.waited]
     assert len(waiting) == 1  # one window wrote, the other waited for its lock

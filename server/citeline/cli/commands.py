@@ -6,6 +6,7 @@ Every command prints one JSON object with ``--json``, else a few readable lines.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import logging
 import sys
@@ -24,9 +25,15 @@ DEMO_QUERY = "Where does Citeline store its index?"
 
 
 def store_overrides(args: argparse.Namespace) -> dict[str, object]:
-    """The settings --store, --collection and --exact-search stand for."""
+    """The settings --store, --collection and --exact-search stand for.  A team store
+    asked for on the command line without its driver installed is the command's error
+    (a setting in a file is a warning and the embedded index instead)."""
     index: dict[str, object] = {}
     if getattr(args, "store", None):
+        if importlib.util.find_spec("psycopg") is None:
+            from citeline.app import TEAM_EXTRA_HINT
+
+            raise ServiceError(TEAM_EXTRA_HINT)
         index["store"] = args.store
     if getattr(args, "collection", None):
         index["collection"] = args.collection
