@@ -122,3 +122,40 @@ def test_a_collection_is_seeded_from_an_embedded_index(
         writer.close()
     with pytest.raises(ServiceError, match="team collection opened for writing"):
         app.seed_vectors(local, docs)
+
+
+def test_a_chinese_folder_is_served_by_e5_and_answers_across_languages(tmp_path: Path) -> None:
+    """The folder's documents choose multilingual-e5-small: status says so and why,
+    and an English question finds the Chinese passage (and the reverse)."""
+    from citeline.settings import load_settings
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "猫.md").write_text(
+        "# 猫\n\n猫是一种小型食肉哺乳动物，喜欢在温暖的沙发上睡觉，每天睡十几个小时。" * 8
+    )
+    (docs / "rates.md").write_text(
+        "# Interest rates\n\nThe central bank raised interest rates again this year"
+        " to slow inflation; mortgages became more expensive.\n"
+    )
+    (docs / "volcano.md").write_text(
+        "# Volcanoes\n\nA volcano erupts when magma rises through the crust.\n"
+    )
+    settings, _ = load_settings(docs)
+    pool = app.ModelPool()
+    workspace = app.open_workspace(docs, settings, pool)
+    try:
+        workspace.update()
+        status = workspace.status()
+        assert status.models.embedding is not None
+        assert status.models.embedding.startswith("multilingual-e5-small.")
+        assert status.models.embedding_reason == "猫.md is written in Chinese, Japanese or Korean"
+        assert (docs / ".citeline" / "embedding-choice.json").is_file()
+        hits = workspace.search("How long do cats sleep on the sofa?", 1)
+        assert hits[0].chunk.path == "猫.md"
+        hits = workspace.search("央行今年为什么提高利率？", 1)
+        assert hits[0].chunk.path == "rates.md"
+    finally:
+        workspace.close()
+    # the same model serves another folder that chose it for another reason
+    assert len(pool.embedders) == 1

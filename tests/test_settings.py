@@ -10,6 +10,9 @@ from pathlib import Path
 from citeline.core.retrieval import RetrievalSettings
 from citeline.settings import (
     BUNDLED_MODEL_RETRIEVAL,
+    E5,
+    E5_MODEL_RETRIEVAL,
+    MINILM,
     OWN_MODEL_RETRIEVAL,
     Settings,
     load_settings,
@@ -153,3 +156,31 @@ def test_a_team_index_is_one_setting_and_never_keeps_a_password_from_the_file(
     bad, warnings = load_settings(tmp_path, {"index": {"store": "mysql://h/db"}})
     assert bad.index.store == settings.index.store and any("postgresql://" in w for w in warnings)
     assert not Settings().index.team and Settings().index.collection_name == "default"
+
+
+def test_a_bundled_model_is_named_and_brings_its_prefixes_and_retrieval(tmp_path: Path) -> None:
+    (tmp_path / "citeline.toml").write_text('[embedding]\nmodel = "multilingual-e5-small"\n')
+    settings, warnings = load_settings(tmp_path)
+    assert warnings == [] and settings.embedding.bundled == E5
+    assert settings.embedding.prefixes() == ("query: ", "passage: ")
+    assert settings.retrieval == E5_MODEL_RETRIEVAL and settings.retrieval.dense_for_cjk
+    assert settings.embedding.reason == "embedding.model names it"
+    minilm, _ = load_settings(tmp_path, {"embedding": {"model": "all-MiniLM-L6-v2"}})
+    assert minilm.embedding.bundled == MINILM and minilm.embedding.prefixes() == ("", "")
+    assert minilm.retrieval == BUNDLED_MODEL_RETRIEVAL
+    assert load_settings(tmp_path, {"embedding": {"model": "e5"}})[0].embedding.bundled == E5
+    assert load_settings(tmp_path, {"embedding": {"model": "/m.gguf"}})[0].embedding.bundled is None
+
+
+def test_a_folder_with_chinese_documents_chooses_the_multilingual_model(tmp_path: Path) -> None:
+    (tmp_path / "常见问题.md").write_text("问：索引保存在哪里？答：在文档文件夹的隐藏目录里。" * 20)
+    settings, warnings = load_settings(tmp_path)
+    assert warnings == [] and settings.embedding.model == E5
+    assert settings.embedding.reason == "常见问题.md is written in Chinese, Japanese or Korean"
+    assert settings.retrieval == E5_MODEL_RETRIEVAL
+    (tmp_path / "citeline.toml").write_text('[embedding]\nmodel = "all-MiniLM-L6-v2"\n')
+    forced, _ = load_settings(tmp_path)  # the folder's settings win
+    assert forced.embedding.bundled == MINILM and forced.retrieval == BUNDLED_MODEL_RETRIEVAL
+    (tmp_path / "citeline.toml").write_text('[embedding]\nchosen_by = "me"\n')
+    _, warnings = load_settings(tmp_path)
+    assert warnings == ["unknown setting 'embedding.chosen_by' ignored"]

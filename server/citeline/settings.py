@@ -48,19 +48,59 @@ BUNDLED_MODEL_RETRIEVAL = RetrievalSettings(
 OWN_MODEL_RETRIEVAL = RetrievalSettings(
     rrf_k=60.0, dense_weight=1.0, keyword_weight=0.5, dense_for_cjk=True
 )
+# - the bundled multilingual-e5-small understands Chinese, Japanese and Korean (and
+#   matches questions across languages): its dense scores count for CJK text too.
+E5_MODEL_RETRIEVAL = RetrievalSettings(
+    rrf_k=60.0, dense_weight=1.0, keyword_weight=0.5, dense_for_cjk=True
+)
+
+# The bundled embedding models, by the names ``[embedding] model`` accepts.
+MINILM = "all-MiniLM-L6-v2"
+E5 = "multilingual-e5-small"
+BUNDLED_EMBEDDING_MODELS: dict[str, str] = {
+    MINILM: MINILM,
+    "minilm": MINILM,
+    E5: E5,
+    "e5": E5,
+}
 
 
 @dataclass(frozen=True)
 class EmbeddingSettings:
-    model: str = ""  # path to a GGUF embedding model; empty = bundled all-MiniLM-L6-v2
-    preset: str = ""  # "e5", "nomic", "bge": sets both prefixes
+    # "" chooses a bundled model by the folder's documents (citeline.models.choice);
+    # "all-MiniLM-L6-v2" or "multilingual-e5-small" forces one; else a GGUF path
+    model: str = ""
+    preset: str = ""  # "e5", "nomic", "bge": sets both prefixes (e5 is implied for e5)
     query_prefix: str = ""
     document_prefix: str = ""
     max_tokens: int = 0  # 0 = the model's own context (256 for the default model)
     threads: int = 0  # 0 = all cores
+    #: why a bundled model serves the folder when the folder's documents chose it
+    #: (set by load_settings, never read from a file)
+    chosen_by: str = field(default="", metadata={"internal": True})
+
+    @property
+    def bundled(self) -> str | None:
+        """The bundled model this names (empty: MiniLM until a folder chose), or None
+        for a model file of the user's."""
+        if not self.model:
+            return MINILM
+        return BUNDLED_EMBEDDING_MODELS.get(self.model.strip())
+
+    @property
+    def reason(self) -> str:
+        """Why this model serves the folder, for people."""
+        if self.chosen_by:
+            return self.chosen_by
+        if not self.model:
+            return "the default model (no document is written in Chinese, Japanese or Korean)"
+        if self.bundled:
+            return "embedding.model names it"
+        return "embedding.model names this model file"
 
     def prefixes(self) -> tuple[str, str]:
-        query, document = EMBEDDING_PRESETS.get(self.preset, ("", ""))
+        preset = self.preset or ("e5" if self.bundled == E5 else "")
+        query, document = EMBEDDING_PRESETS.get(preset, ("", ""))
         return (self.query_prefix or query, self.document_prefix or document)
 
 
@@ -178,7 +218,7 @@ def merge(base: T, values: Mapping[str, Any], where: str, warnings: list[str]) -
     """Return ``base`` with ``values`` applied; problems go to ``warnings``."""
     assert dataclasses.is_dataclass(base) and not isinstance(base, type)
     hints = get_type_hints(type(base))
-    fields = {f.name for f in dataclasses.fields(base)}
+    fields = {f.name for f in dataclasses.fields(base) if not f.metadata.get("internal")}
     changes: dict[str, Any] = {}
     for raw_key, value in values.items():
         key = snake_case(raw_key)
@@ -270,21 +310,44 @@ def read_settings_file(docs_root: Path, warnings: list[str]) -> Mapping[str, Any
     return values
 
 
+def retrieval_defaults(model: str) -> RetrievalSettings:
+    """The retrieval settings that suit an embedding model (``[embedding] model``)."""
+    bundled = EmbeddingSettings(model=model).bundled
+    if bundled == E5:
+        return E5_MODEL_RETRIEVAL
+    return BUNDLED_MODEL_RETRIEVAL if bundled == MINILM else OWN_MODEL_RETRIEVAL
+
+
 def load_settings(docs_root: Path, *overrides: Mapping[str, Any]) -> tuple[Settings, list[str]]:
     """Defaults < citeline.toml < each override in turn.  Returns (settings, warnings).
 
     The defaults themselves depend on the embedding model the layers choose, so
     the layers are applied twice: once to learn the model, once over its defaults.
+    When no layer names a model, the folder's documents choose a bundled one
+    (:func:`citeline.models.choice.choose_embedding_model`, recorded in the index
+    folder) and ``embedding.model`` names it.
     """
     warnings: list[str] = []
     layers = [read_settings_file(docs_root, warnings), *overrides]
     settings = Settings()
     for layer in layers:
         settings = merge(settings, layer, "", [])
-    own_model = bool(settings.embedding.model)
-    settings = Settings(retrieval=OWN_MODEL_RETRIEVAL if own_model else BUNDLED_MODEL_RETRIEVAL)
+    chosen, chosen_by = settings.embedding.model, ""
+    if not chosen and not settings.index.team:
+        from citeline.models.choice import choose_embedding_model
+
+        choice = choose_embedding_model(docs_root, settings.index_dir(docs_root))
+        chosen, chosen_by = choice.model, choice.reason if choice.notable else ""
+    settings = Settings(retrieval=retrieval_defaults(chosen))
     for layer in layers:
         settings = merge(settings, layer, "", warnings)
+    if not settings.embedding.model and chosen_by:
+        # An English folder's settings stay as they were (MiniLM, the default) unless
+        # the multilingual model was wanted but is unavailable: status says why.
+        embedding = dataclasses.replace(
+            settings.embedding, model=chosen if chosen == E5 else "", chosen_by=chosen_by
+        )
+        settings = dataclasses.replace(settings, embedding=embedding)
     for warning in warnings:
         log.warning("%s", warning)
     return settings, warnings
