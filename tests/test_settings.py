@@ -172,11 +172,13 @@ def test_a_bundled_model_is_named_and_brings_its_prefixes_and_retrieval(tmp_path
     assert load_settings(tmp_path, {"embedding": {"model": "/m.gguf"}})[0].embedding.bundled is None
 
 
-def test_a_folder_with_chinese_documents_chooses_the_multilingual_model(tmp_path: Path) -> None:
+def test_a_folder_of_chinese_documents_chooses_the_multilingual_model(tmp_path: Path) -> None:
     (tmp_path / "常见问题.md").write_text("问：索引保存在哪里？答：在文档文件夹的隐藏目录里。" * 20)
     settings, warnings = load_settings(tmp_path)
     assert warnings == [] and settings.embedding.model == E5
-    assert settings.embedding.reason == "常见问题.md is written in Chinese, Japanese or Korean"
+    assert settings.embedding.reason == (
+        "100% of the documents' text is Chinese, Japanese or Korean (常见问题.md…)"
+    )
     assert settings.retrieval == E5_MODEL_RETRIEVAL
     (tmp_path / "citeline.toml").write_text('[embedding]\nmodel = "all-MiniLM-L6-v2"\n')
     forced, _ = load_settings(tmp_path)  # the folder's settings win

@@ -95,7 +95,7 @@ class EmbeddingSettings:
         if self.chosen_by:
             return self.chosen_by
         if not self.model:
-            return "the default model (no document is written in Chinese, Japanese or Korean)"
+            return "the default model (the documents are not in good part CJK text)"
         if self.bundled:
             return "embedding.model names it"
         return "embedding.model names this model file"

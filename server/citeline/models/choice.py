@@ -1,12 +1,15 @@
 """Which bundled embedding model serves a folder, when its settings name none.
 
 English folders keep all-MiniLM-L6-v2 (fast; the figures of docs/quality.md); a
-folder with a document written in Chinese, Japanese or Korean gets
+folder whose text is in good part Chinese, Japanese or Korean gets
 multilingual-e5-small, which understands those languages and matches questions
-across languages (docs/quality.md, "Multilingual model").  A document counts when
-the start of its text (64 KB of a text file, the first pages of a PDF) holds at
-least :data:`MIN_CJK_CHARACTERS` CJK characters and they are at least a third as
-many as its Latin letters (:func:`citeline.core.scripts.is_cjk`'s rule).
+across languages (docs/quality.md, "Multilingual model").  What counts is the start
+of each document's text (64 KB of a text file, the first pages of a PDF): the folder
+needs at least :data:`MIN_CJK_CHARACTERS` CJK characters, and they must make
+:data:`MIN_CJK_SHARE` of its text, a CJK character weighing as much as three Latin
+letters (the rule of :func:`citeline.core.scripts.is_cjk`).  A mostly English folder
+with a page in Chinese (Citeline's own samples: 9% CJK) keeps MiniLM, whose keyword
+search serves that page; ``[embedding] model`` forces either model.
 
 The decision is recorded in the index folder (:data:`CHOICE_FILE`) with what each
 document was found to hold, keyed by its size and mtime: a later decision reads
@@ -34,10 +37,11 @@ log = logging.getLogger(__name__)
 
 CHOICE_FILE = "embedding-choice.json"
 MIN_CJK_CHARACTERS = 200
+MIN_CJK_SHARE = 0.15
 TEXT_SAMPLE_BYTES = 64 * 1024
 PDF_SAMPLE_PAGES = 4
 _VERSION = 1
-ENGLISH = "no document is written in Chinese, Japanese or Korean"
+ENGLISH = "the documents are not in good part Chinese, Japanese or Korean"
 
 MINILM = "all-MiniLM-L6-v2"
 E5 = "multilingual-e5-small"
@@ -107,10 +111,14 @@ def record_choice(index_dir: Path) -> None:
 
 def decide(files: dict[str, list[int]]) -> ModelChoice:
     """The model for documents with these counts (rel -> [size, mtime, cjk, latin])."""
-    for rel in sorted(files):
-        cjk, latin = files[rel][2], files[rel][3]
-        if cjk >= MIN_CJK_CHARACTERS and 3 * cjk >= latin:
-            return ModelChoice(E5, f"{rel} is written in Chinese, Japanese or Korean")
+    cjk = sum(f[2] for f in files.values())
+    latin = sum(f[3] for f in files.values())
+    share = 3 * cjk / (3 * cjk + latin) if cjk else 0.0
+    if cjk >= MIN_CJK_CHARACTERS and share >= MIN_CJK_SHARE:
+        example = max(sorted(files), key=lambda rel: files[rel][2])
+        return ModelChoice(
+            E5, f"{share:.0%} of the documents' text is Chinese, Japanese or Korean ({example}…)"
+        )
     return ModelChoice(MINILM, ENGLISH)
 
 
