@@ -51,9 +51,10 @@ OWN_MODEL_RETRIEVAL = RetrievalSettings(
 # - the bundled multilingual-e5-small understands Chinese, Japanese and Korean (and
 #   matches questions across languages): its dense scores count for CJK text too.
 #   Its cosines between unrelated texts reach about 0.8, so they are reported from a
-#   floor of 0.78 (0.87 becomes 0.4, the evidence threshold; docs/quality.md).
+#   floor of 0.78 (0.87 becomes 0.4, the evidence threshold); RRF k=10 with keywords
+#   at 0.75 was the best fusion on CMRC 2018 trial (docs/quality.md).
 E5_MODEL_RETRIEVAL = RetrievalSettings(
-    rrf_k=60.0, dense_weight=1.0, keyword_weight=0.5, dense_for_cjk=True, dense_floor=0.78
+    rrf_k=10.0, dense_weight=1.0, keyword_weight=0.75, dense_for_cjk=True, dense_floor=0.78
 )
 
 # The bundled embedding models, by the names ``[embedding] model`` accepts.
