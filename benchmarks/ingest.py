@@ -3,8 +3,8 @@
 Prints: raw model embedding throughput (chunks/s, tokens/s), for all-MiniLM-L6-v2
 and then for multilingual-e5-small on the same chunks (``--no-e5`` skips it; its
 tokens are its own SentencePiece pieces, truncated at its 512-token window);
-``--mixed N`` also cold-indexes a folder of N English abstract files and N Chinese
-ones (CMRC 2018 trial paragraphs, from ../shared/eval when present, else the
+``--mixed N`` also cold-indexes a folder of N English abstracts and N Chinese
+paragraphs (CMRC 2018 trial paragraphs, from ../shared/eval when present, else the
 samples' Chinese page), which chooses multilingual-e5-small; end-to-end cold
 indexing throughput on a realistic corpus and its ratio to the raw figure; time
 to re-index after a one-paragraph edit; time for a no-change re-index; peak
@@ -248,11 +248,14 @@ def main() -> None:
 
 
 def _mixed(folder: Path, n: int, models: ModelPool, say: Any) -> dict[str, Any]:
-    """Cold index of a folder of ``n`` English and ``n`` Chinese files."""
+    """Cold index of a folder of ``n`` English abstracts and ``n`` Chinese paragraphs."""
     import shutil
 
     shutil.rmtree(folder, ignore_errors=True)
-    docs = write_corpus(folder / "docs", scientific_abstracts(n * 10), per_file=10)
+    docs = folder / "docs"
+    docs.mkdir(parents=True)
+    for i, (title, text) in enumerate(scientific_abstracts(n)):
+        (docs / f"en-{i:03d}.md").write_text(f"# {title}\n\n{text}\n", "utf-8")
     for i, text in enumerate(_chinese_paragraphs(n)):
         (docs / f"zh-{i:03d}.txt").write_text(text, "utf-8")
     started = time.perf_counter()
@@ -262,7 +265,7 @@ def _mixed(folder: Path, n: int, models: ModelPool, say: Any) -> dict[str, Any]:
     cold = workspace.update()
     workspace.close()
     say(
-        f"mixed folder ({n} English + {n} Chinese files, {settings.embedding.reason}):"
+        f"mixed folder ({n} English + {n} Chinese documents, {settings.embedding.reason}):"
         f" {cold.files} files, {cold.chunks} chunks in {cold.seconds:.2f} s"
         f" (+{choose_seconds:.2f} s choosing the model) with {workspace.embedder.name}"
     )

