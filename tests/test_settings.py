@@ -14,9 +14,12 @@ import pytest
 from citeline.core.retrieval import RetrievalSettings
 from citeline.settings import (
     BUNDLED_MODEL_RETRIEVAL,
+    E5,
+    E5_MODEL_RETRIEVAL,
     MAX_DEPTH,
     MAX_MESSAGES_PER_SOURCE,
     MAX_SETTINGS_BYTES,
+    MINILM,
     OWN_MODEL_RETRIEVAL,
     Settings,
     load_settings,
@@ -164,6 +167,36 @@ def test_a_team_index_is_one_setting_and_never_keeps_a_password_from_the_file(
     assert not Settings().index.team and Settings().index.collection_name == "default"
 
 
+def test_a_bundled_model_is_named_and_brings_its_prefixes_and_retrieval(tmp_path: Path) -> None:
+    (tmp_path / "citeline.toml").write_text('[embedding]\nmodel = "multilingual-e5-small"\n')
+    settings, warnings = load_settings(tmp_path)
+    assert warnings == [] and settings.embedding.bundled == E5
+    assert settings.embedding.prefixes() == ("query: ", "passage: ")
+    assert settings.retrieval == E5_MODEL_RETRIEVAL and settings.retrieval.dense_for_cjk
+    assert settings.embedding.reason == "embedding.model names it"
+    minilm, _ = load_settings(tmp_path, {"embedding": {"model": "all-MiniLM-L6-v2"}})
+    assert minilm.embedding.bundled == MINILM and minilm.embedding.prefixes() == ("", "")
+    assert minilm.retrieval == BUNDLED_MODEL_RETRIEVAL
+    assert load_settings(tmp_path, {"embedding": {"model": "e5"}})[0].embedding.bundled == E5
+    assert load_settings(tmp_path, {"embedding": {"model": "/m.gguf"}})[0].embedding.bundled is None
+
+
+def test_a_folder_of_chinese_documents_chooses_the_multilingual_model(tmp_path: Path) -> None:
+    (tmp_path / "常见问题.md").write_text("问：索引保存在哪里？答：在文档文件夹的隐藏目录里。" * 20)
+    settings, warnings = load_settings(tmp_path)
+    assert warnings == [] and settings.embedding.model == E5
+    assert settings.embedding.reason == (
+        "100% of the documents' text is Chinese, Japanese or Korean (常见问题.md…)"
+    )
+    assert settings.retrieval == E5_MODEL_RETRIEVAL
+    (tmp_path / "citeline.toml").write_text('[embedding]\nmodel = "all-MiniLM-L6-v2"\n')
+    forced, _ = load_settings(tmp_path)  # the folder's settings win
+    assert forced.embedding.bundled == MINILM and forced.retrieval == BUNDLED_MODEL_RETRIEVAL
+    (tmp_path / "citeline.toml").write_text('[embedding]\nchosen_by = "me"\n')
+    _, warnings = load_settings(tmp_path)
+    assert warnings == ["citeline.toml: unknown setting 'embedding.chosen_by' ignored"]
+
+
 def test_an_index_path_from_the_folder_file_stays_inside_the_folder(tmp_path: Path) -> None:
     docs = tmp_path / "docs"
     (docs / "sub").mkdir(parents=True)
@@ -188,7 +221,8 @@ def _every_field() -> list[tuple[str, str, type]]:
         kind = hints_of[section.name]
         hints = typing.get_type_hints(kind)
         for f in dataclasses.fields(kind):
-            found.append((section.name, f.name, hints[f.name]))
+            if not f.metadata.get("internal"):  # set by Citeline, never by a layer
+                found.append((section.name, f.name, hints[f.name]))
     return found
 
 

@@ -33,7 +33,9 @@ def settings_keys() -> dict[str, dict[str, tuple[type, Any]]]:
         value = getattr(settings, table.name)
         hints = get_type_hints(type(value))
         tables[table.name] = {
-            f.name: (hints[f.name], getattr(value, f.name)) for f in dataclasses.fields(value)
+            f.name: (hints[f.name], getattr(value, f.name))
+            for f in dataclasses.fields(value)
+            if not f.metadata.get("internal")  # set by Citeline, never by a file
         }
     return tables
 

@@ -29,10 +29,12 @@ from citeline.core.ingest import Ingestor
 from citeline.core.reranking import Reranker
 from citeline.core.retrieval import Retriever
 from citeline.core.walking import DocumentFilter
-from citeline.models import minilm, smollm
+from citeline.models import choice, e5, minilm, smollm
 from citeline.service.errors import ServiceError
 from citeline.service.workspace import Workspace
 from citeline.settings import (
+    E5,
+    MINILM,
     EmbeddingSettings,
     GenerationSettings,
     IndexSettings,
@@ -50,11 +52,15 @@ def make_embedder(settings: EmbeddingSettings) -> Embedder:
     from citeline.backends.llama.embedder import LlamaEmbedder
 
     query_prefix, document_prefix = settings.prefixes()
-    if settings.model:
-        path, max_tokens = Path(settings.model).expanduser(), settings.max_tokens or None
-    else:
+    bundled = settings.bundled
+    max_tokens: int | None
+    if bundled == E5:
+        path, max_tokens = e5.e5_model_path(), settings.max_tokens or e5.MAX_TOKENS
+    elif bundled == MINILM:
         path = minilm.default_embedding_model_path()
         max_tokens = settings.max_tokens or minilm.MAX_TOKENS
+    else:
+        path, max_tokens = Path(settings.model).expanduser(), settings.max_tokens or None
     return LlamaEmbedder(
         path,
         query_prefix=query_prefix,
@@ -166,9 +172,13 @@ class ModelPool:
     rerankers: dict[RerankingSettings, Reranker | None] = field(default_factory=dict)
 
     def embedder(self, settings: EmbeddingSettings) -> Embedder:
-        if settings not in self.embedders:
-            self.embedders[settings] = make_embedder(settings)
-        return self.embedders[settings]
+        # Why a bundled model serves a folder does not change which model is loaded.
+        bundled = settings.bundled
+        model = "" if bundled == MINILM else bundled or settings.model
+        key = replace(settings, model=model, chosen_by="")
+        if key not in self.embedders:
+            self.embedders[key] = make_embedder(key)
+        return self.embedders[key]
 
     def generator(self, settings: GenerationSettings) -> Generator:
         if settings not in self.generators:
@@ -229,6 +239,8 @@ def open_workspace(
             if not ignore.exists():
                 ignore.write_text("# Citeline's ask log (the index is a team collection).\n*\n")
         index = open_index(index_dir, identity, settings.index, write_collection=write_collection)
+        if not settings.index.team:
+            choice.record_choice(index_dir)  # the folder's documents chose its model
     except OSError as exc:
         raise ServiceError(f"cannot open index at {index_dir}: {exc.strerror or exc}") from exc
     from citeline.backends.parsing import isolated_parse  # PDFs: a crash costs the file

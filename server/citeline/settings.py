@@ -52,19 +52,62 @@ BUNDLED_MODEL_RETRIEVAL = RetrievalSettings(
 OWN_MODEL_RETRIEVAL = RetrievalSettings(
     rrf_k=60.0, dense_weight=1.0, keyword_weight=0.5, dense_for_cjk=True
 )
+# - the bundled multilingual-e5-small understands Chinese, Japanese and Korean (and
+#   matches questions across languages): its dense scores count for CJK text too.
+#   Its cosines between unrelated texts reach about 0.8, so they are reported from a
+#   floor of 0.78 (0.87 becomes 0.4, the evidence threshold); RRF k=10 with keywords
+#   at 0.75 was the best fusion on CMRC 2018 trial (docs/quality.md).
+E5_MODEL_RETRIEVAL = RetrievalSettings(
+    rrf_k=10.0, dense_weight=1.0, keyword_weight=0.75, dense_for_cjk=True, dense_floor=0.78
+)
+
+# The bundled embedding models, by the names ``[embedding] model`` accepts.
+MINILM = "all-MiniLM-L6-v2"
+E5 = "multilingual-e5-small"
+BUNDLED_EMBEDDING_MODELS: dict[str, str] = {
+    MINILM: MINILM,
+    "minilm": MINILM,
+    E5: E5,
+    "e5": E5,
+}
 
 
 @dataclass(frozen=True)
 class EmbeddingSettings:
-    model: str = ""  # path to a GGUF embedding model; empty = bundled all-MiniLM-L6-v2
-    preset: str = ""  # "e5", "nomic", "bge": sets both prefixes
+    # "" chooses a bundled model by the folder's documents (citeline.models.choice);
+    # "all-MiniLM-L6-v2" or "multilingual-e5-small" forces one; else a GGUF path
+    model: str = ""
+    preset: str = ""  # "e5", "nomic", "bge": sets both prefixes (e5 is implied for e5)
     query_prefix: str = ""
     document_prefix: str = ""
     max_tokens: int = 0  # 0 = the model's own context (256 for the default model)
     threads: int = 0  # 0 = all cores
+    #: why a bundled model serves the folder when the folder's documents chose it
+    #: (set by load_settings, never read from a file)
+    chosen_by: str = field(default="", metadata={"internal": True})
+
+    @property
+    def bundled(self) -> str | None:
+        """The bundled model this names (empty: MiniLM until a folder chose), or None
+        for a model file of the user's."""
+        if not self.model:
+            return MINILM
+        return BUNDLED_EMBEDDING_MODELS.get(self.model.strip())
+
+    @property
+    def reason(self) -> str:
+        """Why this model serves the folder, for people."""
+        if self.chosen_by:
+            return self.chosen_by
+        if not self.model:
+            return "the default model (the documents are not in good part CJK text)"
+        if self.bundled:
+            return "embedding.model names it"
+        return "embedding.model names this model file"
 
     def prefixes(self) -> tuple[str, str]:
-        query, document = EMBEDDING_PRESETS.get(self.preset, ("", ""))
+        preset = self.preset or ("e5" if self.bundled == E5 else "")
+        query, document = EMBEDDING_PRESETS.get(preset, ("", ""))
         return (self.query_prefix or query, self.document_prefix or document)
 
 
@@ -346,7 +389,7 @@ def merge(base: T, values: Mapping[str, Any], where: str, warnings: list[str]) -
     problems go to ``warnings`` (one each) and leave ``base``'s value."""
     assert dataclasses.is_dataclass(base) and not isinstance(base, type)
     hints = get_type_hints(type(base))
-    fields = {f.name for f in dataclasses.fields(base)}
+    fields = {f.name for f in dataclasses.fields(base) if not f.metadata.get("internal")}
     changes: dict[str, Any] = {}
     for raw_key, value in values.items():
         key = snake_case(str(raw_key))
@@ -439,6 +482,14 @@ def read_settings_file(docs_root: Path, warnings: list[str]) -> Mapping[str, Any
     return values
 
 
+def retrieval_defaults(model: str) -> RetrievalSettings:
+    """The retrieval settings that suit an embedding model (``[embedding] model``)."""
+    bundled = EmbeddingSettings(model=model).bundled
+    if bundled == E5:
+        return E5_MODEL_RETRIEVAL
+    return BUNDLED_MODEL_RETRIEVAL if bundled == MINILM else OWN_MODEL_RETRIEVAL
+
+
 def confine_index_path(docs_root: Path, index: object, warnings: list[str]) -> None:
     """Drop an ``[index] path`` of the folder's own ``citeline.toml`` that leads out of
     the folder (``~``, an absolute path, ``..``, a symlink out) or is the folder itself,
@@ -483,7 +534,9 @@ def load_settings(
     line"); each source says at most :data:`MAX_MESSAGES_PER_SOURCE` problems, then
     one line counting the rest.  The defaults themselves depend on the embedding model
     the layers choose, so the layers are applied twice: once to learn the model, once
-    over its defaults.
+    over its defaults.  When no layer names a model, the folder's documents choose a bundled one
+    (:func:`citeline.models.choice.choose_embedding_model`, recorded in the index
+    folder) and ``embedding.model`` names it.
     """
     file_warnings: list[str] = []
     named = [(SETTINGS_FILE, read_settings_file(docs_root, file_warnings))]
@@ -499,11 +552,23 @@ def load_settings(
     settings = Settings()
     for _, layer in layers:
         settings = merge(settings, layer, "", [])
-    own_model = bool(settings.embedding.model)
-    settings = Settings(retrieval=OWN_MODEL_RETRIEVAL if own_model else BUNDLED_MODEL_RETRIEVAL)
+    chosen, chosen_by = settings.embedding.model, ""
+    if not chosen and not settings.index.team:
+        from citeline.models.choice import choose_embedding_model
+
+        choice = choose_embedding_model(docs_root, settings.index_dir(docs_root))
+        chosen, chosen_by = choice.model, choice.reason if choice.notable else ""
+    settings = Settings(retrieval=retrieval_defaults(chosen))
     for source, layer in layers:
         settings = merge(settings, layer, "", said.setdefault(source, []))
     warnings = [line for source, found in said.items() for line in bounded(source, found)]
+    if not settings.embedding.model and chosen_by:
+        # An English folder's settings stay as they were (MiniLM, the default) unless
+        # the multilingual model was wanted but is unavailable: status says why.
+        embedding = dataclasses.replace(
+            settings.embedding, model=chosen if chosen == E5 else "", chosen_by=chosen_by
+        )
+        settings = dataclasses.replace(settings, embedding=embedding)
     for warning in warnings:
         log.warning("%s", warning)
     return settings, warnings

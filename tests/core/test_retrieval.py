@@ -117,6 +117,23 @@ def test_chinese_questions_use_keywords_with_the_bundled_model(workspace: Worksp
     assert hits[0].keyword is not None and hits[0].keyword > 0.3
 
 
+def test_a_dense_floor_puts_cosines_on_the_thresholds_scale(workspace: Workspace) -> None:
+    settings = workspace.retriever.settings
+    assert settings.calibrated(0.61) == 0.61  # MiniLM's cosines as they are
+    floored = replace(settings, dense_floor=0.78)
+    assert floored.calibrated(0.78) == 0.0 and floored.calibrated(1.0) == 1.0
+    assert abs(floored.calibrated(0.868) - 0.4) < 1e-9
+    raw = workspace.retriever.search("do tomatoes want sunshine", k=1, mode="dense")[0]
+    workspace.retriever.settings = floored
+    try:
+        hit = workspace.retriever.search("do tomatoes want sunshine", k=1, mode="dense")[0]
+    finally:
+        workspace.retriever.settings = settings
+    assert hit.chunk_id == raw.chunk_id  # the order is the cosine's
+    assert raw.dense is not None and hit.dense is not None
+    assert abs(hit.dense - (raw.dense - 0.78) / 0.22) < 1e-6 and hit.score == hit.dense
+
+
 # -- reranking ---------------------------------------------------------------------
 
 QUESTION = "what happens when I change the embedding model"

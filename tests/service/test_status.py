@@ -32,7 +32,12 @@ def test_the_json_has_every_field_and_a_message_only_in_trouble() -> None:
         "pending": 1,
         "errors": [{"path": "scan.pdf", "message": "PDF has no text layer (scanned?)"}],
         "notes": [{"path": "guide.pdf", "message": "left out 8 running header/footer line(s)"}],
-        "models": {"embedding": "mini.gguf", "generation": "smol.gguf", "reranking": None},
+        "models": {
+            "embedding": "mini.gguf",
+            "embedding_reason": None,
+            "generation": "smol.gguf",
+            "reranking": None,
+        },
         "dimension": 384,
         "chunking": "v1:1000:150:1",
         "last_update": time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(0.0)),

@@ -22,6 +22,10 @@ from citeline.platforms import unsupported_reason
 from citeline.service.errors import EXPECTED_ERRORS
 
 EXIT_ERROR = 2
+MODEL_HELP = (
+    "embedding model: all-MiniLM-L6-v2, multilingual-e5-small or a GGUF file"
+    " (default: chosen by the documents)"
+)
 
 
 def _configure_logging(verbose: bool) -> None:
@@ -52,7 +56,7 @@ def _parser() -> argparse.ArgumentParser:
 
     def docs_option(command: argparse.ArgumentParser, default: str | None = ".") -> None:
         command.add_argument("--docs", default=default, help="documents folder (default: current)")
-        command.add_argument("--model", help="GGUF embedding model (default: bundled MiniLM)")
+        command.add_argument("--model", help=MODEL_HELP)
         command.add_argument("--reranker", help="GGUF reranker model (default: none)")
         store_options(command)
 
@@ -160,7 +164,7 @@ def _parser() -> argparse.ArgumentParser:
     command.add_argument("path", help="BEIR folder, SQuAD JSON file, or questions JSONL file")
     command.add_argument("--split", default="test", help="BEIR qrels split (default: test)")
     command.add_argument("--docs", help="documents folder (for `questions`)")
-    command.add_argument("--model", help="GGUF embedding model (default: bundled MiniLM)")
+    command.add_argument("--model", help=MODEL_HELP)
     command.add_argument("--reranker", help="GGUF reranker model: adds a `reranked` block")
     command.add_argument("--limit", type=int, default=0, help="only the first N queries")
     command.add_argument(

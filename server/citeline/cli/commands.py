@@ -155,6 +155,7 @@ def run_status(args: argparse.Namespace) -> int:
         "files": out["files"],
         "chunks": out["chunks"],
         "model": out["models"]["embedding"],
+        "model_reason": out["models"]["embedding_reason"],
         "dimension": out["dimension"],
         "reranker": out["models"]["reranking"],
         "last_update": out["last_update"],

@@ -54,6 +54,15 @@ class RetrievalSettings:
     dense_for_cjk: bool  # the embedder understands Chinese/Japanese/Korean
     mode: str = "hybrid"  # "hybrid", "dense" or "keyword"
     candidates: int = 50  # taken from each method before fusion
+    #: Hits report a cosine ``c`` as ``(c - dense_floor) / (1 - dense_floor)``: a model
+    #: whose unrelated texts already reach a high cosine (multilingual-e5-small:
+    #: about 0.8) is put on the scale the evidence thresholds were fitted on.
+    dense_floor: float = 0.0
+
+    def calibrated(self, cosine: float) -> float:
+        """A cosine on the scale hits report (the identity when ``dense_floor`` is 0)."""
+        floor = self.dense_floor
+        return cosine if floor == 0.0 else (cosine - floor) / (1.0 - floor)
 
 
 _BESIDE: ThreadPoolExecutor | None = None
@@ -166,7 +175,7 @@ class Retriever:
         if mode == "hybrid":
             fused = rrf(ranked, weights, settings.rrf_k)
         elif mode == "dense":
-            fused = list(dense_scores.items())
+            fused = [(cid, settings.calibrated(score)) for cid, score in dense_scores.items()]
         elif mode == "keyword":
             fused = list(keyword_scores.items())
         else:
@@ -202,6 +211,7 @@ class Retriever:
                 for cid, found in chunks.items():
                     if is_cjk(found.text):
                         dense_scores.pop(cid, None)
+        calibrated = self.settings.calibrated
         hits: list[Hit] = []
         seen: set[str] = set()
         for chunk_id, score in head:
@@ -215,7 +225,7 @@ class Retriever:
                     rank=len(hits) + 1,
                     score=score,
                     chunk=chunk,
-                    dense=dense_scores.get(chunk_id),
+                    dense=calibrated(dense_scores[chunk_id]) if chunk_id in dense_scores else None,
                     keyword=keyword_scores.get(chunk_id, 0.0 if keyword_scores else None),
                 )
             )

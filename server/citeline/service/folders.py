@@ -100,6 +100,7 @@ class Folder:
                 embedding=opened.models.embedding,
                 generation=generation_name,
                 reranking=reranker_name(self.settings.reranking),
+                embedding_reason=self.settings.embedding.reason,
             ),
             chunking=self.settings.chunking.fingerprint(),
         )

@@ -26,10 +26,12 @@ class ModelNames:
     embedding: str | None = None
     generation: str | None = None
     reranking: str | None = None
+    embedding_reason: str | None = None  # why this embedding model serves the folder
 
     def to_json(self) -> dict[str, str | None]:
         return {
             "embedding": self.embedding,
+            "embedding_reason": self.embedding_reason,
             "generation": self.generation,
             "reranking": self.reranking,
         }

@@ -193,6 +193,7 @@ class Workspace:
                 embedding=self.embedder.name,
                 generation=self.models.generation_name(self.settings.generation),
                 reranking=reranker_name(self.settings.reranking),
+                embedding_reason=self.settings.embedding.reason,
             ),
             dimension=self.embedder.dimension,
             chunking=self.settings.chunking.fingerprint(),
