@@ -25,6 +25,8 @@ import contextlib
 import json
 import logging
 import os
+import subprocess
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -153,11 +155,28 @@ def sample_counts(path: Path) -> tuple[int, int]:
 
 
 def _pdf_sample(path: Path) -> str:
-    from citeline.core.loaders.pdf import _fitz  # PyMuPDF, its messages kept off stdout
+    """The first pages' text, read by PyMuPDF in a child process: a PDF that crashes the
+    parser (a 60,000-level outline) costs this sample, never the daemon."""
+    try:
+        done = subprocess.run(
+            [sys.executable, "-c", _PDF_SAMPLER, str(path), str(PDF_SAMPLE_PAGES)],
+            capture_output=True,
+            timeout=PDF_SAMPLE_SECONDS,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return ""
+    return done.stdout.decode("utf-8", errors="ignore") if done.returncode == 0 else ""
 
-    with _fitz().open(path) as document:
-        pages = [document[i].get_text() for i in range(min(PDF_SAMPLE_PAGES, len(document)))]
-    return "\n".join(pages)
+
+PDF_SAMPLE_SECONDS = 30.0
+_PDF_SAMPLER = """
+import sys
+from citeline.core.loaders.pdf import _fitz
+with _fitz().open(sys.argv[1]) as document:
+    pages = [document[i].get_text() for i in range(min(int(sys.argv[2]), len(document)))]
+sys.stdout.write("\\n".join(pages))
+"""
 
 
 def recorded_choice(index_dir: Path) -> ModelChoice | None:
