@@ -34,6 +34,7 @@ from citeline.core.answering.features import (
     local_weights,
     meaning,
     missing_jargon,
+    question_words,
     repeats_heading,
     unit_context,
 )
@@ -106,6 +107,24 @@ class UnitScorer:
         self.embed_query = embed_query
         self.english = english
         self.cjk = cjk
+
+    def missing_terms(self, question: str, *, cjk: bool) -> list[str]:
+        """What the question names that no document of the index contains: its
+        identifiers (``core.sshCommand``, ``SHA-256``), and in English its jargon
+        (a word the embedder's tokenizer does not know whole, ``deborphan``).  Such
+        a question hinges on that very thing, so no passage can answer it."""
+        if self.unknown_terms is None:
+            return []
+        names = {term: term for term in keywords.identifier_terms(question)}
+        if not cjk and self.count_tokens is not None:
+            for word in question_words(question):
+                word_terms = keywords.terms(word)
+                if len(word_terms) == 1 and self.count_tokens(word.lower()) > 1:
+                    names.setdefault(word_terms[0], word)
+        if not names:
+            return []
+        unknown = self.unknown_terms(sorted(names))
+        return [names[t] for t in sorted(unknown)]
 
     def features(
         self, question: str, evidence: Sequence[Evidence], *, cjk: bool
