@@ -42,7 +42,7 @@ import numpy as np
 from citeline.app import ModelPool, open_workspace
 from citeline.core import keywords
 from citeline.core.answering import extractive, features, fitted, scoring
-from citeline.core.answering.evidence import distinct_evidence, is_evidence
+from citeline.core.answering.evidence import distinct_evidence, evidence_hits
 from citeline.core.answering.results import Evidence
 from citeline.core.answering.settings import AnswerSettings
 from citeline.core.answering.units import Unit
@@ -154,7 +154,9 @@ def collect(args: argparse.Namespace) -> list[Row]:
 
 def filtered(row: Row, answer: AnswerSettings) -> Row:
     """The row with only the units of hits that clear the evidence thresholds."""
-    keep = [i for i, (_, e, _) in enumerate(row.units) if is_evidence(e.hit, answer, row.cjk)]
+    hits = list({id(e.hit): e.hit for _, e, _ in row.units}.values())
+    chosen = {id(h) for h in evidence_hits(hits, answer, row.cjk)}
+    keep = [i for i, (_, e, _) in enumerate(row.units) if id(e.hit) in chosen]
     return dataclasses.replace(
         row,
         units=[row.units[i] for i in keep],

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from citeline.core.answering.evidence import is_evidence
+from citeline.core.answering.evidence import evidence_hits
 from citeline.core.answering.settings import AnswerSettings
 from citeline.core.documents import Hit
 from citeline.core.ingest import ProgressCallback
@@ -156,10 +156,10 @@ def refusal_rates(
         hits = result.per_query[query.id].hits
         cjk = is_cjk(query.text)
         top = hits[: settings.candidates]
-        if not any(is_evidence(h, settings, cjk) for h in top):
+        if not evidence_hits(top, settings, cjk):
             answerable += 1
         others = [h for h in hits if evalset.doc_id(h.chunk.path) not in query.relevant]
-        if not any(is_evidence(h, settings, cjk) for h in others[: settings.candidates]):
+        if not evidence_hits(others[: settings.candidates], settings, cjk):
             removed += 1
     n = max(1, len(queries))
     return {
@@ -174,6 +174,6 @@ def off_topic_refused(
     refused = 0
     for question in questions:
         hits = workspace.search(question, settings.candidates)
-        if not any(is_evidence(h, settings, is_cjk(question)) for h in hits):
+        if not evidence_hits(hits, settings, is_cjk(question)):
             refused += 1
     return round(refused / max(1, len(questions)), 4)

@@ -1,6 +1,6 @@
 """The ask flow: from a question to a cited, graded answer.
 
-1. Retrieve, and keep the hits that are evidence (``evidence.is_evidence``).  With
+1. Retrieve, and keep the hits that are evidence (``evidence.evidence_hits``).  With
    none, the documents are off the topic: refuse at once, naming the nearest
    passages.
 2. When the question hinges on a term that no document contains (an identifier
@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from citeline.core.answering.citations import CitationFilter, clean_answer_text
 from citeline.core.answering.evidence import (
     distinct_evidence,
-    is_evidence,
+    evidence_hits,
     refusal_text,
     select_evidence,
 )
@@ -154,7 +154,7 @@ def ask(question: str, ctx: AskContext) -> Answer:
     state = _Ask(question, ctx, language, ctx.clock())
     state.hits = ctx.retrieve(question, settings.candidates)
     state.timings = {"retrieval": state.elapsed(), "first_text": None}
-    above = [h for h in state.hits if is_evidence(h, settings, cjk)]
+    above = evidence_hits(state.hits, settings, cjk)
     if not above:
         return state.refusal("off_topic")
     candidates = distinct_evidence(above, settings)

@@ -29,6 +29,13 @@ class AnswerSettings:
     min_score: float = 0.4
     min_keyword_score: float = 0.7
     min_keyword_score_cjk: float = 0.1
+    # When no hit reaches those, the documents are still on the topic when the
+    # hits reach both of these (``evidence.evidence_hits``): a short everyday
+    # question ("Can I use it from Neovim?") shares few words and little meaning
+    # with any one passage, yet its hits score moderately on both, which no
+    # off-topic question's do (docs/quality.md, "Refusal").
+    min_joint_score: float = 0.3
+    min_joint_keyword_score: float = 0.45
     max_evidence: int = 4
     max_answer_tokens: int = 256
     temperature: float = 0.1
