@@ -31,9 +31,11 @@ from citeline.core.answering.features import (
     coverage,
     embedding_input,
     evidence_terms,
+    kind_fits,
     local_weights,
     meaning,
     missing_jargon,
+    own_heading,
     question_words,
     repeats_heading,
     unit_context,
@@ -149,6 +151,10 @@ class UnitScorer:
         local = [coverage(local_terms, terms) for terms in unit_terms]
         wants_number = bool(ASKS_NUMBER.search(question))
         wants_how = bool(ASKS_HOW.search(question))
+        heading = {e.n: coverage(weights, set(keywords.terms(own_heading(e)))) for e in evidence}
+        firsts: dict[int, int] = {}
+        for u, e in pairs:  # in passage order: the first seen is the first under the heading
+            firsts.setdefault(e.n, u.position)
         out: list[tuple[Unit, Evidence, tuple[float, ...]]] = []
         for i, ((unit, e), terms, chars) in enumerate(
             zip(pairs, unit_terms, unit_chars, strict=True)
@@ -167,6 +173,9 @@ class UnitScorer:
                 1.0 if unit.kind == "code" and wants_how else 0.0,
                 1.0 if is_fragment(unit) else 0.0,
                 1.0 if wants_number and NUMBER.search(unit.text) else 0.0,
+                heading[e.n],
+                heading[e.n] if unit.position == firsts[e.n] else 0.0,
+                1.0 if kind_fits(question, unit) else 0.0,
             )
             out.append((unit, e, features))
         return out
