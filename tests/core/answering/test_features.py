@@ -109,3 +109,13 @@ def test_a_passage_s_own_heading_is_its_last() -> None:
 
     assert own_heading(evidence("text", ("Configuration", "Ignoring files"))) == "Ignoring files"
     assert own_heading(evidence("text", ())) == "Guide"
+
+
+def test_a_question_asking_two_things_has_two_parts() -> None:
+    from citeline.core.answering.features import question_parts
+
+    assert question_parts("Where is the index stored?") == 1
+    assert question_parts("search ignores two-letter words, why and how to change it") == 2
+    assert question_parts("What is a chunk? How big is it?") == 2
+    assert question_parts("为什么会重新嵌入，怎么避免？") == 2
+    assert question_parts("default port") == 1

@@ -93,6 +93,19 @@ _DEFINES = re.compile(
 )
 
 
+_WH_WORD = re.compile(
+    r"\b(?:why|how|what|where|when|which|who)\b|为什么|为何|怎么|怎样|如何|哪|什么|多少", re.I
+)
+
+
+def question_parts(question: str) -> int:
+    """How many questions a question asks: two for "why, and how do I change it"
+    (two question words, or two question marks)."""
+    words = {w.lower() for w in _WH_WORD.findall(question)}
+    marks = len(re.findall(r"[?？]", question.rstrip("?？ "))) + 1
+    return max(len(words), marks, 1)
+
+
 def kind_fits(question: str, unit: Unit) -> bool:
     """Whether the unit has the shape the question's kind wants (``ASKS_*``)."""
     text = unit.text

@@ -36,6 +36,7 @@ from citeline.core.answering.features import (
     meaning,
     missing_jargon,
     own_heading,
+    question_parts,
     question_words,
     repeats_heading,
     unit_context,
@@ -75,6 +76,7 @@ class Scored:
     answerable: float
     question_features: tuple[float, ...]
     models: Models
+    parts: int = 1  # how many questions it asks (``features.question_parts``)
 
     @property
     def answered(self) -> bool:
@@ -213,7 +215,7 @@ class UnitScorer:
             else 0
         )
         q = question_features(question, units, self.term_weights, evidence, unknown, jargon)
-        return Scored(units, models.answerable.probability(q), q, models)
+        return Scored(units, models.answerable.probability(q), q, models, question_parts(question))
 
 
 def question_features(
