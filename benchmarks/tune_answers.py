@@ -2,7 +2,8 @@
 
 For each question the corpus is searched as an ask does (8 hits), and every unit
 of every distinct hit gets the real scorer's features (``core/answering/scoring.py``)
-and its cosine with the question; a unit is labelled positive when it contains a
+and, for the best ``EMBEDDED`` by the shipped lexical model, its cosine with the
+question; a unit is labelled positive when it contains a
 reference answer.  Then, offline (features are cached, so refits are instant):
 
 1. the lexical model is fitted over every unit, and the dense model over the
@@ -79,6 +80,10 @@ class Row:
     labels: list[bool]
 
 
+#: Units per question whose cosine is computed (see ``collect``).
+EMBEDDED = 3 * scoring.DENSE_CANDIDATES
+
+
 def collect(args: argparse.Namespace) -> list[Row]:
     if args.kind == "squad":
         evalset = datasets.load_squad(Path(args.path))
@@ -99,6 +104,7 @@ def collect(args: argparse.Namespace) -> list[Row]:
         pickle.loads(cache_path.read_bytes()) if cache_path.exists() else {}
     )
     scorer = scoring.UnitScorer(workspace.retriever.term_weights)
+    lexical = fitted.ENGLISH.lexical
     answer = settings.answer
     rows: list[Row] = []
     for done, query in enumerate(evalset.queries, start=1):
@@ -122,7 +128,11 @@ def collect(args: argparse.Namespace) -> list[Row]:
             units = scorer.features(query.text, evidence, cjk=cjk)
             inputs = [features.embedding_input(u, e) for u, e, _ in units]
             if use_dense:
-                missing = [t for t in dict.fromkeys(inputs) if (query.text, t) not in cosines]
+                # the units any refit could put in the dense head: the shipped lexical
+                # model's best EMBEDDED (the others count as cosine 0)
+                order = sorted(range(len(units)), key=lambda i: -lexical.logit(units[i][2]))
+                head = [inputs[i] for i in order[:EMBEDDED]]
+                missing = [t for t in dict.fromkeys(head) if (query.text, t) not in cosines]
                 if missing:
                     vectors = embedder.embed_documents(missing)
                     q = embedder.embed_query(query.text).reshape(-1)
