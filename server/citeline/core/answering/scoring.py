@@ -114,16 +114,23 @@ class UnitScorer:
 
     def missing_terms(self, question: str, *, cjk: bool) -> list[str]:
         """What the question names that no document of the index contains: its
-        identifiers (``core.sshCommand``, ``SHA-256``), and in English its jargon
-        (a word the embedder's tokenizer does not know whole, ``deborphan``).  Such
-        a question hinges on that very thing, so no passage can answer it."""
+        identifiers (``core.sshCommand``, ``SHA-256``, ``WireGuard``), and in English
+        the names it capitalises inside the sentence that the embedder's tokenizer
+        does not know whole (``Flathub``).  Such a question hinges on that very
+        thing, so no passage can answer it.  (A lower-case word the tokenizer splits
+        is often an inflection, ``rewrote``, or a spelling the documents lack: the
+        answer scorer weighs those, ``missing_jargon``.)"""
         if self.unknown_terms is None:
             return []
         names = {term: term for term in keywords.identifier_terms(question)}
         if not cjk and self.count_tokens is not None:
-            for word in question_words(question):
+            for word in question_words(question)[1:]:
                 word_terms = keywords.terms(word)
-                if len(word_terms) == 1 and self.count_tokens(word.lower()) > 1:
+                if (
+                    word[:1].isupper()
+                    and len(word_terms) == 1
+                    and self.count_tokens(word.lower()) > 1
+                ):
                     names.setdefault(word_terms[0], word)
         if not names:
             return []
