@@ -90,7 +90,7 @@ def test_own_questions_file(tmp_path: Path) -> None:
         json.dumps(
             {
                 "question": "What happens when a PDF is encrypted?",
-                "sources": ["troubleshooting.md", "citeline-guide.pdf#page=4"],
+                "sources": ["troubleshooting.md", "citeline-guide.pdf#page=5"],
             }
         )
         + "\n"
