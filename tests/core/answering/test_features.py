@@ -119,3 +119,12 @@ def test_a_question_asking_two_things_has_two_parts() -> None:
     assert question_parts("What is a chunk? How big is it?") == 2
     assert question_parts("为什么会重新嵌入，怎么避免？") == 2
     assert question_parts("default port") == 1
+
+
+def test_a_code_block_is_embedded_without_its_string_literals() -> None:
+    from citeline.core.answering.features import embedding_input
+
+    code = Unit('citeline ask "How do I make it ignore a folder?"', "code", 0, 0)
+    text = embedding_input(code, evidence(code.text, ("Guide", "Your first question")))
+    assert text.startswith("Guide > Your first question") and "ignore" not in text
+    assert "citeline ask" in text

@@ -174,9 +174,12 @@ def unit_context(unit: Unit, evidence: Evidence) -> str:
 
 
 def embedding_input(unit: Unit, evidence: Evidence) -> str:
-    """What the embedder reads for a unit: its heading, then the unit."""
+    """What the embedder reads for a unit: its heading, then the unit (a code block
+    without its string literals: ``citeline ask "How do I …?"`` quotes a question,
+    it does not answer it)."""
     context = unit_context(unit, evidence)
-    return f"{context}\n\n{unit.text}" if context else unit.text
+    text = meaning(unit)
+    return f"{context}\n\n{text}" if context else text
 
 
 def evidence_terms(units: Sequence[Placed]) -> set[str]:
