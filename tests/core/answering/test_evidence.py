@@ -49,7 +49,11 @@ def test_hits_are_evidence_when_close_in_meaning_in_words_or_moderately_in_both(
     assert not is_evidence(scored(None, 0.6), settings)
     assert is_evidence(scored(None, 0.2), settings, cjk=True)  # keyword only, CJK threshold
     strong, weak = scored(0.45, 0.1, 1), scored(0.31, 0.2, 2)
-    assert evidence_hits([strong, weak], settings) == [strong]  # strong ones alone
+    assert evidence_hits([strong, weak], settings) == [strong]  # moderate in meaning only
+    # "how do I install it": the Installing section is moderately close in both; a
+    # passage quoting a question in an example command is strong in words alone
+    installing, example = scored(0.32, 0.54, 1), scored(0.05, 0.71, 2)
+    assert evidence_hits([installing, example], settings) == [installing, example]
     # "What file types are supported?": no hit strong, but close in meaning (0.33) and
     # in words (0.58), each in another hit; both are evidence, a weak third is not
     meaning, words, neither = scored(0.33, 0.2, 1), scored(0.25, 0.58, 2), scored(0.2, 0.3, 3)

@@ -79,26 +79,34 @@ def _dense(hit: Hit) -> float | None:
 def evidence_hits(hits: Sequence[Hit], settings: AnswerSettings, cjk: bool = False) -> list[Hit]:
     """The hits to answer from; none when the documents are off the question's topic.
 
-    Hits strong on their own (``is_evidence``) when there are any.  Else, when the
-    hits are moderately close both in meaning and in words (``min_joint_score``
-    and ``min_joint_keyword_score``, not necessarily in one hit: a short everyday
-    question shares few words and little meaning with any one passage), every hit
-    that reaches either of those.
+    Hits strong on their own (``is_evidence``); and when the hits are moderately
+    close both in meaning and in words (``min_joint_score`` and
+    ``min_joint_keyword_score``, not necessarily in one hit: a short everyday
+    question shares few words and little meaning with any one passage), every
+    hit that reaches either of those too, in rank order.  (A passage that quotes
+    the question itself, an example command, is strong in words alone; the
+    section that answers may be only moderately close.)
     """
-    strong = [h for h in hits if is_evidence(h, settings, cjk)]
-    if strong:
-        return strong
+    strong = [is_evidence(h, settings, cjk) for h in hits]
     dense = [d for h in hits if (d := _dense(h)) is not None]
     keyword = [h.keyword for h in hits if h.keyword is not None]
-    if not dense or not keyword:
-        return []
-    if max(dense) < settings.min_joint_score or max(keyword) < settings.min_joint_keyword_score:
-        return []
+    joint = (
+        bool(dense)
+        and bool(keyword)
+        and max(dense) >= settings.min_joint_score
+        and max(keyword) >= settings.min_joint_keyword_score
+    )
     return [
         h
-        for h in hits
-        if (_dense(h) or 0.0) >= settings.min_joint_score
-        or (h.keyword or 0.0) >= settings.min_joint_keyword_score
+        for h, alone in zip(hits, strong, strict=True)
+        if alone
+        or (
+            joint
+            and (
+                (_dense(h) or 0.0) >= settings.min_joint_score
+                or (h.keyword or 0.0) >= settings.min_joint_keyword_score
+            )
+        )
     ]
 
 
