@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 import pytest_asyncio
-from answer_checks import quoted_sentence
+from answer_checks import cited_units, flat, sentences
 from lsp_harness import ASK_TIMEOUT, CitelineClient, request, start, stop, wait_ready
 
 from conftest import copy_samples
@@ -79,7 +79,7 @@ KNOWN_GAPS = {"how do I install it"}
     ],
 )
 async def test_each_plain_question_is_answered_from_the_section_that_holds_it(
-    client: CitelineClient, question: str
+    client: CitelineClient, samples: Path, question: str
 ) -> None:
     answer = await asyncio.wait_for(
         request(client, "citeline/ask", {"question": question}), ASK_TIMEOUT
@@ -90,7 +90,20 @@ async def test_each_plain_question_is_answered_from_the_section_that_holds_it(
     assert answer["grade_label"] == LABELS[answer["language"]][answer["grade"]]
     cited = {(c["path"], c["section"].split(" > ")[-1]) for c in answer["citations"]}
     assert cited & TABLE[question], (question, sorted(cited), text)
-    quoted_sentence(answer)  # the answer quotes lines its citations point at
+    # the answer quotes the lines its citations point at (a PDF's by page: not read here)
+    by_n = {c["n"]: c for c in answer["citations"]}
+
+    def lines(c: dict[str, object]) -> str:
+        text = (samples / str(c["path"])).read_text("utf-8").splitlines()
+        return flat("\n".join(text[int(str(c["start_line"])) - 1 : int(str(c["end_line"]))]))
+
+    quoted = [
+        sentence in lines(by_n[n])
+        for n, unit in cited_units(text)
+        if by_n[n]["page"] is None
+        for sentence in sentences(unit)
+    ]
+    assert quoted and any(quoted), text
 
 
 async def test_an_off_topic_question_is_refused_with_its_label(client: CitelineClient) -> None:
