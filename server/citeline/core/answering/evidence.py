@@ -81,7 +81,8 @@ def evidence_hits(hits: Sequence[Hit], settings: AnswerSettings, cjk: bool = Fal
 
     Hits strong on their own (``is_evidence``); and when the hits are moderately
     close both in meaning and in words (``min_joint_score`` and
-    ``min_joint_keyword_score``, not necessarily in one hit: a short everyday
+    ``min_joint_keyword_score``, together ``min_joint_total``, not necessarily in
+    one hit: a short everyday
     question shares few words and little meaning with any one passage), every
     hit that reaches either of those too, in rank order.  (A passage that quotes
     the question itself, an example command, is strong in words alone; the
@@ -95,6 +96,7 @@ def evidence_hits(hits: Sequence[Hit], settings: AnswerSettings, cjk: bool = Fal
         and bool(keyword)
         and max(dense) >= settings.min_joint_score
         and max(keyword) >= settings.min_joint_keyword_score
+        and max(dense) + max(keyword) >= settings.min_joint_total
     )
     return [
         h

@@ -36,6 +36,7 @@ class AnswerSettings:
     # off-topic question's do (docs/quality.md, "Refusal").
     min_joint_score: float = 0.3
     min_joint_keyword_score: float = 0.45
+    min_joint_total: float = 0.85  # and the best cosine + the best keyword score
     max_evidence: int = 4
     max_answer_tokens: int = 256
     temperature: float = 0.1
