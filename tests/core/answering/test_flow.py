@@ -194,3 +194,14 @@ def test_a_grade_that_contradicts_refused_is_an_error() -> None:
     with pytest.raises(ValueError):
         Answer("Q?", "en", "text", False, False, [], [], [], grade="refused")
     assert Answer("Q?", "zh", "text", True, False, [], [], []).grade_label == "文档中没有找到"
+
+
+def test_a_keyword_only_question_the_scorer_finds_off_topic_is_refused() -> None:
+    generator = ScriptedGenerator("unused")
+    ctx = context(EXTRACTIVE, generator, [], threshold=1.0)
+    ctx.dense_for_cjk = False  # the embedder does not read Chinese: keywords alone
+    ctx.settings = AnswerSettings(min_answerable_keyword_only=1.0)
+    answer = ask("咖啡机多久除垢一次？", ctx)
+    assert answer.refused and answer.refusal == "off_topic" and answer.citations == []
+    ctx.settings = AnswerSettings(min_answerable_keyword_only=0.0)
+    assert ask("咖啡机多久除垢一次？", ctx).grade in ("answer", "closest")

@@ -161,7 +161,12 @@ def ask(question: str, ctx: AskContext) -> Answer:
     if ctx.scorer.missing_terms(question, cjk=cjk):
         return state.refusal("unknown_term", candidates)
 
-    scored = ctx.scorer.score(question, candidates, cjk=cjk, use_dense=ctx.dense_for_cjk or not cjk)
+    use_dense = ctx.dense_for_cjk or not cjk
+    scored = ctx.scorer.score(question, candidates, cjk=cjk, use_dense=use_dense)
+    if not use_dense and scored.answerable < settings.min_answerable_keyword_only:
+        # Read by keywords alone (CJK bigrams, a low gate), passages this unlikely to
+        # answer are off the topic: the scorer is the gate there (docs/quality.md).
+        return state.refusal("off_topic", candidates)
     extract = select(scored)
     state.timings["selection"] = state.elapsed()
     if ctx.mode != GENERATIVE or not extract.answered:
