@@ -94,4 +94,5 @@ def test_missing_terms_are_the_identifiers_and_names_no_document_contains() -> N
     # in a Chinese question only identifiers count (its words are not the tokenizer's)
     assert scorer.missing_terms("Flathub 怎么用？", cjk=True) == []
     assert scorer.missing_terms("SHA-999 是什么？", cjk=True) == ["sha999"]
+    assert scorer.missing_terms("1998年世界杯的冠军是哪支球队？", cjk=True) == []
     assert UnitScorer(idf).missing_terms("Where is core.indexPath stored?", cjk=False) == []

@@ -44,6 +44,7 @@ from citeline.core.answering.features import (
 from citeline.core.answering.fitted import CJK, ENGLISH, QUESTION_FEATURES, Models, sigmoid
 from citeline.core.answering.results import Evidence
 from citeline.core.answering.units import Unit, is_fragment, split_units
+from citeline.core.scripts import CJK_RUN
 
 Vectors = npt.NDArray[np.float32]
 EmbedTexts = Callable[[Sequence[str]], Vectors]
@@ -122,7 +123,8 @@ class UnitScorer:
         answer scorer weighs those, ``missing_jargon``.)"""
         if self.unknown_terms is None:
             return []
-        names = {term: term for term in keywords.identifier_terms(question)}
+        # (a CJK run is one token to identifier_terms: "1998年世界杯…" is no identifier)
+        names = {t: t for t in keywords.identifier_terms(question) if not CJK_RUN.search(t)}
         if not cjk and self.count_tokens is not None:
             for word in question_words(question)[1:]:
                 word_terms = keywords.terms(word)
