@@ -21,7 +21,7 @@ from pathlib import Path
 
 from citeline.app import ModelPool, open_workspace
 from citeline.core.answering.citations import CitationFilter, clean_answer_text
-from citeline.core.answering.evidence import is_evidence, select_evidence
+from citeline.core.answering.evidence import evidence_hits, select_evidence
 from citeline.core.answering.prompt import build_messages
 from citeline.core.answering.verification import VerifySettings, verify
 from citeline.core.scripts import detect_language, is_cjk
@@ -58,7 +58,7 @@ def main() -> None:
     queries = [q for q in evalset.queries if q.relevant][: args.limit]
     for query in queries:
         hits = workspace.retriever.search(query.text, answer.candidates)
-        above = [h for h in hits if is_evidence(h, answer, is_cjk(query.text))]
+        above = evidence_hits(hits, answer, is_cjk(query.text))
         language = detect_language(query.text)
         evidence = select_evidence(
             above, answer, generator.context_size // 2, generator.count_tokens, language

@@ -2,7 +2,8 @@
 
 For each question the corpus is searched as an ask does (8 hits), and every unit
 of every distinct hit gets the real scorer's features (``core/answering/scoring.py``)
-and its cosine with the question; a unit is labelled positive when it contains a
+and, for the best ``EMBEDDED`` by the shipped lexical model, its cosine with the
+question; a unit is labelled positive when it contains a
 reference answer.  Then, offline (features are cached, so refits are instant):
 
 1. the lexical model is fitted over every unit, and the dense model over the
@@ -14,13 +15,19 @@ reference answer.  Then, offline (features are cached, so refits are instant):
    the set's own unanswerable questions and each answerable one again with its
    relevant documents taken out of the hits ("relevant removed", the RGB way);
 3. the selection settings are swept for "the answer contains the reference"
-   against answer length, and the refusal threshold for refusals of each kind.
+   against answer length, and the grade threshold (``answer`` at or above it,
+   ``closest`` below) is the one of least expected cost (``grade_threshold``).
 
 The fitted weights are printed as code for ``scoring.py``.  Use tuning splits only.
 
     .venv/bin/python benchmarks/tune_answers.py squad ../shared/eval/cmrc2018/cmrc2018_trial.json
     .venv/bin/python benchmarks/tune_answers.py questions eval/manuals-en/questions-tune.jsonl \\
-        --docs eval/manuals-en/docs
+        --docs eval/manuals-en/docs \\
+        --add questions:eval/everyday/questions-tune.jsonl:eval/everyday/docs \\
+        --add squad:../shared/eval/cmrc2018/cmrc2018_trial.json
+
+(``--add``: more tuning sets, fitted together with the first; each language's
+models are fitted on that language's questions of all of them.)
 """
 
 from __future__ import annotations
@@ -42,7 +49,7 @@ import numpy as np
 from citeline.app import ModelPool, open_workspace
 from citeline.core import keywords
 from citeline.core.answering import extractive, features, fitted, scoring
-from citeline.core.answering.evidence import distinct_evidence, is_evidence
+from citeline.core.answering.evidence import distinct_evidence, evidence_hits
 from citeline.core.answering.results import Evidence
 from citeline.core.answering.settings import AnswerSettings
 from citeline.core.answering.units import Unit
@@ -73,6 +80,10 @@ class Row:
     labels: list[bool]
 
 
+#: Units per question whose cosine is computed (see ``collect``).
+EMBEDDED = 3 * scoring.DENSE_CANDIDATES
+
+
 def collect(args: argparse.Namespace) -> list[Row]:
     if args.kind == "squad":
         evalset = datasets.load_squad(Path(args.path))
@@ -93,6 +104,7 @@ def collect(args: argparse.Namespace) -> list[Row]:
         pickle.loads(cache_path.read_bytes()) if cache_path.exists() else {}
     )
     scorer = scoring.UnitScorer(workspace.retriever.term_weights)
+    lexical = fitted.ENGLISH.lexical
     answer = settings.answer
     rows: list[Row] = []
     for done, query in enumerate(evalset.queries, start=1):
@@ -116,7 +128,11 @@ def collect(args: argparse.Namespace) -> list[Row]:
             units = scorer.features(query.text, evidence, cjk=cjk)
             inputs = [features.embedding_input(u, e) for u, e, _ in units]
             if use_dense:
-                missing = [t for t in dict.fromkeys(inputs) if (query.text, t) not in cosines]
+                # the units any refit could put in the dense head: the shipped lexical
+                # model's best EMBEDDED (the others count as cosine 0)
+                order = sorted(range(len(units)), key=lambda i: -lexical.logit(units[i][2]))
+                head = [inputs[i] for i in order[:EMBEDDED]]
+                missing = [t for t in dict.fromkeys(head) if (query.text, t) not in cosines]
                 if missing:
                     vectors = embedder.embed_documents(missing)
                     q = embedder.embed_query(query.text).reshape(-1)
@@ -154,7 +170,9 @@ def collect(args: argparse.Namespace) -> list[Row]:
 
 def filtered(row: Row, answer: AnswerSettings) -> Row:
     """The row with only the units of hits that clear the evidence thresholds."""
-    keep = [i for i, (_, e, _) in enumerate(row.units) if is_evidence(e.hit, answer, row.cjk)]
+    hits = list({id(e.hit): e.hit for _, e, _ in row.units}.values())
+    chosen = {id(h) for h in evidence_hits(hits, answer, row.cjk)}
+    keep = [i for i, (_, e, _) in enumerate(row.units) if id(e.hit) in chosen]
     return dataclasses.replace(
         row,
         units=[row.units[i] for i in keep],
@@ -215,7 +233,8 @@ def scored(row: Row, models: fitted.Models) -> scoring.Scored:
     q = scoring.question_features(
         row.question, units, lambda terms: row.idf, evidence, row.unknown_identifier, jargon
     )
-    return scoring.Scored(units, models.answerable.probability(q), q, models)
+    parts = features.question_parts(row.question)
+    return scoring.Scored(units, models.answerable.probability(q), q, models, parts)
 
 
 def top_k(rows: list[Row], models: fitted.Models, k: int) -> float:
@@ -227,7 +246,7 @@ def top_k(rows: list[Row], models: fitted.Models, k: int) -> float:
     return found / max(len(reachable), 1)
 
 
-def fit(rows: list[Row], dense: bool, false_refusals: float) -> fitted.Models:
+def fit(rows: list[Row], dense: bool, costs: Costs) -> fitted.Models:
     train = [r for r in rows if r.answerable and r.units]
     x = np.array([f for r in train for _, _, f in r.units])
     y = np.array([float(label) for r in train for label in r.labels])
@@ -252,13 +271,51 @@ def fit(rows: list[Row], dense: bool, false_refusals: float) -> fitted.Models:
     qx = np.array([scored(r, models).question_features for r in q_rows])
     qy = np.array([float(r.answerable) for r in q_rows])
     models = dataclasses.replace(models, answerable=fit_logistic(qx, qy, l2=0.3))
-    # The highest threshold that refuses at most this share of answerable questions.
-    probabilities = sorted(scored(r, models).answerable for r in rows if r.answerable and r.units)
-    allowed = int(false_refusals * sum(r.answerable for r in rows)) - sum(
-        1 for r in rows if r.answerable and not r.units
-    )
-    threshold = probabilities[max(allowed, 0)] if probabilities else 0.5
-    return dataclasses.replace(models, threshold=round(float(threshold) - 1e-3, 3))
+    return dataclasses.replace(models, threshold=grade_threshold(rows, models, costs))
+
+
+@dataclasses.dataclass(frozen=True)
+class Costs:
+    """What each wrong grade costs, in glances, and how often people ask what the
+    documents do not answer.  A refusal is not on this line: on-topic evidence is
+    always answered from (graded ``answer`` or ``closest``)."""
+
+    closest: float = 1.0  # an answer labelled "may not answer": the user checks it
+    answer: float = 2.0  # a near miss labelled "Answer": the check, and misplaced trust
+    unanswerable: float = 0.1  # share of real questions the documents do not answer
+    ceiling: float = 0.2  # at most this share of unanswerable ones graded "answer"
+
+
+def grade_probabilities(rows: list[Row], models: fitted.Models) -> tuple[list[float], list[float]]:
+    """The answerability of the answerable questions, and of the unanswerable ones
+    (the set's own and the relevant-removed variants); questions with evidence only."""
+    answerable = [scored(r, models).answerable for r in rows if r.answerable and r.units]
+    others = [scored(r, models).answerable for r in rows if not r.answerable and r.units]
+    return answerable, others
+
+
+def grade_rates(probabilities: tuple[list[float], list[float]], t: float) -> tuple[float, float]:
+    """(answerable graded closest, unanswerable graded answer) at threshold ``t``."""
+    answerable, others = probabilities
+    closest = sum(p < t for p in answerable) / max(len(answerable), 1)
+    answered = sum(p >= t for p in others) / max(len(others), 1)
+    return closest, answered
+
+
+def grade_threshold(rows: list[Row], models: fitted.Models, costs: Costs) -> float:
+    """The threshold of least expected cost per question, among those grading at
+    most ``costs.ceiling`` of the unanswerable questions ``answer``."""
+    probabilities = grade_probabilities(rows, models)
+    best: tuple[float, float] | None = None
+    for t in np.arange(0.05, 0.951, 0.01):
+        closest, answered = grade_rates(probabilities, float(t))
+        if answered > costs.ceiling:
+            continue
+        cost = (1 - costs.unanswerable) * costs.closest * closest
+        cost += costs.unanswerable * costs.answer * answered
+        if best is None or cost < best[0] - 1e-12:
+            best = (cost, float(t))
+    return round(best[1], 2) if best is not None else 0.95
 
 
 def report(rows: list[Row], models: fitted.Models, name: str) -> None:
@@ -302,23 +359,11 @@ def report(rows: list[Row], models: fitted.Models, name: str) -> None:
                 f"  {max_units:3} {relative:8.2f}: {contains / len(results):8.3f}"
                 f" {statistics.fmean(sizes):6.2f} {statistics.median(lengths):6.0f}"
             )
-    results = [(r, scored(r, models)) for r in rows]
-    print("  refusal threshold: answerable refused | own unanswerable refused, removed refused")
-    for threshold in (models.threshold, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8):
-
-        def refused(kind: str, t: float = threshold) -> str:
-            chosen = [
-                res.answerable < t or not res.units
-                for r, res in results
-                if (kind == "answerable" and r.answerable)
-                or (kind == "own" and not r.answerable and not r.removed)
-                or (kind == "removed" and r.removed)
-            ]
-            return f"{sum(chosen) / len(chosen):.3f}" if chosen else "  -  "
-
-        print(
-            f"  {threshold:4.2f}: {refused('answerable')} | {refused('own')}, {refused('removed')}"
-        )
+    print("  grade threshold: answerable graded closest | unanswerable graded answer")
+    probabilities = grade_probabilities(rows, models)
+    for threshold in sorted({models.threshold, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7}):
+        closest, answered = grade_rates(probabilities, threshold)
+        print(f"  {threshold:4.2f}: {closest:.3f} | {answered:.3f}")
 
 
 class _RowUnpickler(pickle.Unpickler):
@@ -358,19 +403,37 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     add_row_arguments(parser)
     parser.add_argument(
-        "--false-refusals",
+        "--unanswerable",
         type=float,
-        default=0.05,
-        help="share of answerable questions the refusal threshold may refuse",
+        default=Costs.unanswerable,
+        help="share of real questions the documents do not answer (weighs the grade's costs)",
+    )
+    parser.add_argument(
+        "--ceiling",
+        type=float,
+        default=Costs.ceiling,
+        help="most unanswerable questions the grade threshold may grade 'answer'",
     )
     parser.add_argument("--min-score", type=float, default=AnswerSettings.min_score)
     parser.add_argument("--min-keyword", type=float, default=AnswerSettings.min_keyword_score)
     parser.add_argument(
         "--min-keyword-cjk", type=float, default=AnswerSettings.min_keyword_score_cjk
     )
+    parser.add_argument(
+        "--add",
+        action="append",
+        default=[],
+        metavar="KIND:PATH[:DOCS]",
+        help="another tuning set whose rows are fitted together with the first",
+    )
     args = parser.parse_args()
 
     rows = rows_for(args)
+    for extra in args.add:
+        kind, path, *docs = extra.split(":")
+        more = argparse.Namespace(**{**vars(args), "kind": kind, "path": path, "limit": 0})
+        more.docs = docs[0] if docs else None
+        rows += rows_for(more)
     answer = AnswerSettings(
         min_score=args.min_score,
         min_keyword_score=args.min_keyword,
@@ -381,7 +444,8 @@ def main() -> None:
         part = [r for r in rows if r.cjk == cjk]
         if sum(r.answerable for r in part) < 10:
             continue
-        models = fit(part, dense=not cjk, false_refusals=args.false_refusals)
+        costs = Costs(unanswerable=args.unanswerable, ceiling=args.ceiling)
+        models = fit(part, dense=not cjk, costs=costs)
         report(part, models, name)
 
 

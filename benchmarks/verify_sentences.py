@@ -25,7 +25,7 @@ from pathlib import Path
 from citeline.app import ModelPool, open_workspace
 from citeline.core import keywords
 from citeline.core.answering.citations import CitationFilter, clean_answer_text
-from citeline.core.answering.evidence import is_evidence, select_evidence
+from citeline.core.answering.evidence import evidence_hits, select_evidence
 from citeline.core.answering.prompt import build_messages
 from citeline.core.answering.results import Evidence
 from citeline.core.answering.verification import VerifySettings, block_spans, support, verify
@@ -52,7 +52,7 @@ def generate(args: argparse.Namespace) -> None:
             language = detect_language(query.text)
             hits = workspace.retriever.search(query.text, answer.candidates)
             cjk = is_cjk(query.text)
-            above = [h for h in hits if is_evidence(h, answer, cjk)]
+            above = evidence_hits(hits, answer, cjk)
             evidence = select_evidence(
                 above, answer, generator.context_size // 2, generator.count_tokens, language
             )

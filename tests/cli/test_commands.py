@@ -78,6 +78,29 @@ def test_index_search_status_json(samples: Path) -> None:
     assert status["state"] == "ready" and status["docs"] == str(samples.resolve())
 
 
+def test_ask_shows_the_grade(samples: Path) -> None:
+    run("index", "--docs", str(samples))
+    found = json.loads(
+        run("ask", "Where does Citeline store its index?", "--docs", str(samples), "--json").stdout
+    )
+    assert found["grade"] == "answer" and found["grade_label"] == "Answer"
+    assert found["refused"] is False and found["mode"] == "extractive" and found["citations"]
+    text = run("ask", "Where does Citeline store its index?", "--docs", str(samples)).stdout
+    assert not text.startswith(("Closest", "Not found"))  # an answer needs no label
+    assert ".citeline" in text and "Sources:" in text
+
+    off = "Who painted the ceiling of the Sistine Chapel?"
+    refused = json.loads(run("ask", off, "--docs", str(samples), "--json").stdout)
+    assert (refused["grade"], refused["refused"], refused["refusal"]) == (
+        "refused",
+        True,
+        "off_topic",
+    )
+    lines = run("ask", off, "--docs", str(samples)).stdout.splitlines()
+    assert lines[0] == "Not found in the documents" and lines[1] == ""
+    assert lines[2].startswith("The documents do not contain the answer")
+
+
 def test_search_with_a_reranker(samples: Path, reranker_path: Path) -> None:
     out = json.loads(
         run(

@@ -67,7 +67,7 @@ def test_each_mode_reports_its_figures(tmp_path: Path, embedder: CountingEmbedde
     for mode in MODES:
         report = figures[mode]
         assert report["questions"] == 2 and report["unanswerable"] == 1
-        assert report["refusal_recall"] in (0.0, 1.0)
+        assert report["unanswerable_refused"] in (0.0, 1.0)
         assert set(report["seconds"]) >= {"p50", "p95"}  # type: ignore[arg-type]
 
 
@@ -83,3 +83,39 @@ def test_a_false_refusal_counts_against_citations_but_not_among_answered() -> No
     assert figures["answerable_refused"] == 0.5
     assert figures["citation_accuracy"] == 0.5
     assert figures["citation_accuracy_answered"] == 1.0
+
+
+def test_grades_are_counted_for_answerable_and_unanswerable_questions() -> None:
+    answerable, unanswerable = EVALSET.queries
+    kitchen = Citation(1, 1, f"kitchen{EVALSET.suffix}", "Kitchen", "", None, 1, 1, 0.9, True)
+    tally = _Tally()
+    for query, grade in (
+        (answerable, "answer"),
+        (answerable, "closest"),
+        (answerable, "refused"),
+        (unanswerable, "answer"),
+        (unanswerable, "closest"),
+        (unanswerable, "closest"),
+        (unanswerable, "refused"),
+    ):
+        refused = grade == "refused"
+        answer = Answer(
+            query.text,
+            "en",
+            "No." if refused else "Descaled every 30 days [1].",
+            refused,
+            False,
+            [] if refused else [kitchen],
+            [],
+            [],
+            grade=grade,
+        )
+        tally.add(query, answer, EVALSET)
+    figures = tally.report()
+    assert (figures["answerable"], figures["unanswerable"]) == (3, 4)
+    assert figures["answerable_refused"] == figures["answerable_graded_answer"] == 0.3333
+    assert figures["answer_contains_reference"] == 0.6667  # a refusal contains nothing
+    assert figures["unanswerable_graded_answer"] == 0.25
+    assert figures["unanswerable_graded_closest"] == 0.5
+    assert figures["unanswerable_refused"] == 0.25
+    assert figures["refusal_precision"] == 0.5

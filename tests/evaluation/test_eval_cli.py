@@ -120,7 +120,7 @@ def test_own_questions_file(tmp_path: Path) -> None:
         assert figures["questions"] == 3, mode
         assert figures["answerable_refused"] == 0.0, mode
         assert figures["citation_accuracy"] == figures["citation_accuracy_answered"] == 1.0, mode
-        assert figures["unanswerable"] == 1 and figures["refusal_recall"] == 1.0, mode
+        assert figures["unanswerable"] == 1 and figures["unanswerable_refused"] == 1.0, mode
         assert figures["refusal_precision"] == 1.0, mode
         assert figures["supported_sentences"] >= 0.98, mode
         assert 0 < figures["seconds"]["p50"] <= figures["seconds"]["p95"], mode

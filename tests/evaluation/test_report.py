@@ -61,5 +61,8 @@ def test_every_method_is_scored_and_refusal_measured(
     lines = summary_lines(out)
     assert lines[0].startswith("garden:test: 2 queries, 3 documents")
     assert [line.split()[0] for line in lines[2:5]] == list(runner.METHODS)
-    assert lines[-3].startswith("refusal:")
-    assert [line.split(":")[0] for line in lines[-2:]] == [f"answers ({m})" for m in MODES]
+    refusal = next(i for i, line in enumerate(lines) if line.startswith("refusal:"))
+    heads = [line for line in lines[refusal + 1 :] if not line.startswith("  ")]
+    assert [line.split(",")[0] for line in heads] == [f"answers ({m})" for m in MODES]
+    assert all("1 answerable: refused" in line and "fact contained" in line for line in heads)
+    assert sum(line.startswith("  off-topic refused") for line in lines) == len(MODES)

@@ -15,6 +15,11 @@ async def test_an_answer_names_its_folder_and_locates_its_citations(served: Serv
         {"question": "  How often is the coffee machine descaled?  ", "partialResultToken": "t1"},
     )
     assert result["question"] == "How often is the coffee machine descaled?"
+    assert result["grade"] in ("answer", "closest") and result["refused"] is False
+    assert result["grade_label"] in (
+        "Answer",
+        "Closest passages — they may not answer the question",
+    )
     assert result["folder"] == served.kitchen.as_uri()
     hit = result["hits"][0]
     assert hit["uri"] == (served.kitchen / "kitchen.md").as_uri()

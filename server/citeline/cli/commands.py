@@ -185,6 +185,8 @@ _LOCAL_NOTES = {
 
 
 def run_ask(args: argparse.Namespace) -> int:
+    from citeline.service.workspace import answer_mode
+
     workspace = _open(args)
     streamed: list[str] = []
 
@@ -193,9 +195,11 @@ def run_ask(args: argparse.Namespace) -> int:
         sys.stdout.write(piece)
         sys.stdout.flush()
 
+    # Only a generated answer streams; any other arrives whole, under its grade.
+    live = not args.json and answer_mode(workspace.settings) == "generative"
     try:
         _update_first(workspace, args)
-        answer = workspace.ask(args.question, on_token=None if args.json else on_token)
+        answer = workspace.ask(args.question, on_token=on_token if live else None)
         copies = workspace.local_copies(c.path for c in answer.citations)
     finally:
         workspace.close()
@@ -203,8 +207,13 @@ def run_ask(args: argparse.Namespace) -> int:
     if args.json:
         _print_json(result)
         return 0
+    graded = answer.grade != "answer"  # closest or refused: say so first
     if not streamed:
+        if graded:
+            print(f"{answer.grade_label}\n")
         print(answer.text, end="")
+    elif graded:  # streamed as it came (the extractive text in generative mode)
+        print(f"\n\n({answer.grade_label})", end="")
     elif "".join(streamed) != answer.text:  # a generated answer, settled by the check
         print(f"\n\n{_settled_note(answer.mode)}\n{answer.text}", end="")
     print()

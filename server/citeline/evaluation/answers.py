@@ -14,9 +14,12 @@ mode (the workspace's settings with ``answer.mode`` set), and each mode reports:
   (a refusal cites nothing, so a false refusal counts against it), and
   ``citation_accuracy_answered``: the same share among the answerable questions
   that were answered;
-- refusals: ``answerable_refused`` (false refusals), and for questions listed
-  with no sources (the documents do not answer them) refusal ``precision`` and
-  ``recall``;
+- grades (``core.answering.results``): for answerable questions
+  ``answerable_refused`` (false refusals, the costliest mistake) and
+  ``answerable_graded_answer``; for questions listed with no sources (the
+  documents do not answer them) ``unanswerable_graded_answer`` (should be rare),
+  ``unanswerable_graded_closest`` and ``unanswerable_refused``, and refusal
+  ``precision`` and ``recall``;
 - ``fallback``: generative asks that answered extractively, by reason;
 - ``off_topic_refused``: general-knowledge questions the documents do not cover
   (``off_topic.py``), asked through the whole flow;
@@ -31,7 +34,7 @@ import statistics
 from collections.abc import Callable, Sequence
 
 from citeline.core.answering.flow import EXTRACTIVE, GENERATIVE
-from citeline.core.answering.results import Answer
+from citeline.core.answering.results import ANSWER, Answer
 from citeline.core.answering.verification import VerifySettings, verify
 from citeline.evaluation.datasets import EvalQuery, EvalSet
 from citeline.evaluation.off_topic import OFF_TOPIC_QUESTIONS
@@ -76,8 +79,10 @@ class _Tally:
     contains: int = 0
     cited_right: int = 0
     refused_answerable: int = 0
+    graded_answer: int = 0
     unanswerable: int = 0
     refused_unanswerable: int = 0
+    answer_unanswerable: int = 0
     sentences: int = 0
     supported: int = 0
     fallback: dict[str, int] = dataclasses.field(default_factory=dict)
@@ -97,9 +102,11 @@ class _Tally:
         if not query.relevant:
             self.unanswerable += 1
             self.refused_unanswerable += answer.refused
+            self.answer_unanswerable += answer.grade == ANSWER
             return
         self.answerable += 1
         self.refused_answerable += answer.refused
+        self.graded_answer += answer.grade == ANSWER
         if any(evalset.doc_id(c.path) in query.relevant for c in answer.citations):
             self.cited_right += 1
         if query.answers:
@@ -120,12 +127,19 @@ class _Tally:
             "citation_accuracy_answered": share(
                 self.cited_right, self.answerable - self.refused_answerable
             ),
+            "answerable": self.answerable,
             "answerable_refused": share(self.refused_answerable, self.answerable),
+            "answerable_graded_answer": share(self.graded_answer, self.answerable),
             "unanswerable": self.unanswerable,
+            "unanswerable_graded_answer": share(self.answer_unanswerable, self.unanswerable),
+            "unanswerable_graded_closest": share(
+                self.unanswerable - self.answer_unanswerable - self.refused_unanswerable,
+                self.unanswerable,
+            ),
+            "unanswerable_refused": share(self.refused_unanswerable, self.unanswerable),
             "refusal_precision": share(self.refused_unanswerable, refused)
             if self.unanswerable
             else None,
-            "refusal_recall": share(self.refused_unanswerable, self.unanswerable),
             "fallback": {k: share(v, self.questions) for k, v in sorted(self.fallback.items())},
             "seconds": {
                 "p50": round(statistics.median(self.totals), 3) if self.totals else 0.0,

@@ -100,5 +100,40 @@ def summary_lines(out: dict[str, Any]) -> list[str]:
         f" off-topic refused {refusal['off_topic_refused']:.1%}"
     )
     for mode, figures in (out.get("answers") or {}).items():
-        lines.append(f"answers ({mode}): {json.dumps(figures)}")
+        lines.extend(answer_lines(mode, figures))
+    return lines
+
+
+def _share(value: object) -> str:
+    return f"{value:.1%}" if isinstance(value, float) else "–"
+
+
+def _figure(value: object) -> str:
+    return f"{value:.3f}" if isinstance(value, float) else "–"
+
+
+def answer_lines(mode: str, f: dict[str, Any]) -> list[str]:
+    """One mode's answer figures: answerable and unanswerable questions, then times."""
+    seconds = f["seconds"]
+    lines = [
+        f"answers ({mode}), {f['answerable']} answerable: refused"
+        f" {_share(f['answerable_refused'])}, graded answer"
+        f" {_share(f['answerable_graded_answer'])}, expected source cited"
+        f" {_figure(f['citation_accuracy'])}, fact contained"
+        f" {_figure(f['answer_contains_reference'])}",
+    ]
+    if f["unanswerable"]:
+        lines.append(
+            f"  {f['unanswerable']} unanswerable: graded answer"
+            f" {_share(f['unanswerable_graded_answer'])}, closest"
+            f" {_share(f['unanswerable_graded_closest'])}, refused"
+            f" {_share(f['unanswerable_refused'])}"
+        )
+    lines.append(
+        f"  off-topic refused {_share(f['off_topic_refused'])};"
+        f" seconds p50 {seconds['p50']:.2f}, p95 {seconds['p95']:.2f}"
+        f" (after retrieval {seconds['after_retrieval_p50']:.3f} /"
+        f" {seconds['after_retrieval_p95']:.3f})"
+    )
+    lines.append(f"  all figures: {json.dumps(f)}")
     return lines

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from citeline.core.answering.evidence import is_evidence
+from citeline.core.answering.evidence import evidence_hits
 from citeline.core.answering.settings import AnswerSettings
 from citeline.core.documents import Hit
 from citeline.core.ingest import ProgressCallback
@@ -140,10 +140,11 @@ def run_retrieval(
 
 
 def refusal_rates(
-    evalset: EvalSet, result: MethodResult, settings: AnswerSettings, candidates: int = 8
+    evalset: EvalSet, result: MethodResult, settings: AnswerSettings
 ) -> dict[str, float]:
-    """How often the retrieval gate alone (no hit is evidence) would refuse; the
-    answer scorer refuses more (``evaluation.answers``).
+    """How often the retrieval gate alone (no hit among the ask's ``candidates`` is
+    evidence) would refuse; the whole flow also refuses a question naming a term
+    no document contains (``evaluation.answers``).
 
     ``answerable``: the question over the whole corpus.  ``relevant_removed``: the
     same question with its relevant documents taken out of the results, i.e. the
@@ -154,11 +155,11 @@ def refusal_rates(
     for query in queries:
         hits = result.per_query[query.id].hits
         cjk = is_cjk(query.text)
-        top = hits[:candidates]
-        if not any(is_evidence(h, settings, cjk) for h in top):
+        top = hits[: settings.candidates]
+        if not evidence_hits(top, settings, cjk):
             answerable += 1
         others = [h for h in hits if evalset.doc_id(h.chunk.path) not in query.relevant]
-        if not any(is_evidence(h, settings, cjk) for h in others[:candidates]):
+        if not evidence_hits(others[: settings.candidates], settings, cjk):
             removed += 1
     n = max(1, len(queries))
     return {
@@ -168,11 +169,11 @@ def refusal_rates(
 
 
 def off_topic_refused(
-    workspace: Workspace, questions: Sequence[str], settings: AnswerSettings, candidates: int = 8
+    workspace: Workspace, questions: Sequence[str], settings: AnswerSettings
 ) -> float:
     refused = 0
     for question in questions:
-        hits = workspace.search(question, candidates)
-        if not any(is_evidence(h, settings, is_cjk(question)) for h in hits):
+        hits = workspace.search(question, settings.candidates)
+        if not evidence_hits(hits, settings, is_cjk(question)):
             refused += 1
     return round(refused / max(1, len(questions)), 4)

@@ -37,6 +37,11 @@ def test_units_under_the_relative_cut_stay_out() -> None:
     assert texts(result.units) == ["Alpha is first.", "Gamma is third."]  # reading order
     result = select(scored(units, {"Gamma is third.": 2.0, "Alpha is first.": -2.0}))
     assert texts(result.units) == ["Gamma is third."]
+    # a question asking two things keeps the unit for its other part
+    two = dataclasses.replace(
+        scored(units, {"Gamma is third.": 2.0, "Alpha is first.": -2.0}), parts=2
+    )
+    assert {"Alpha is first.", "Gamma is third."} <= set(texts(select(two).units))
 
 
 def test_a_dependent_sentence_brings_the_one_before_it() -> None:

@@ -77,3 +77,54 @@ def test_jargon_the_evidence_never_uses() -> None:
     # "orphaned" and "deborphan" are not one token each, and the evidence lacks both
     assert missing_jargon("Remove orphaned libraries with deborphan?", units, count) == 2
     assert missing_jargon("How do I stash work?", units, count) == 0
+
+
+def test_the_unit_shape_each_kind_of_question_wants() -> None:
+    from citeline.core.answering.features import kind_fits
+
+    def unit(text: str, kind: str = "sentence") -> Unit:
+        return Unit(text, kind, 0, 0)  # type: ignore[arg-type]
+
+    how = "How do I make it ignore a folder?"
+    assert kind_fits(how, unit("Add the folder to `.citelineignore`."))
+    assert kind_fits(how, unit("citeline index --docs ~/notes", "code"))
+    assert not kind_fits(how, unit("Ignoring files keeps the index small."))
+    default = "What is the default port?"
+    assert kind_fits(default, unit("The port defaults to 6700."))
+    assert not kind_fits(default, unit("The port can be changed."))
+    why = "Why are citations always included?"
+    assert kind_fits(
+        why, unit("They are built by the program, because a model can invent sources.")
+    )
+    assert not kind_fits(why, unit("Citations name a file and lines."))
+    what = "What is a chunk?"
+    assert kind_fits(what, unit("A chunk is a window of a document."))
+    assert not kind_fits(what, unit("Chunks are embedded once."))
+    assert kind_fits("为什么回答里总是带有引用？", unit("因为引用来自检索到的段落。"))
+    assert not kind_fits("Where is the index stored?", unit("The index is stored in `.citeline`."))
+
+
+def test_a_passage_s_own_heading_is_its_last() -> None:
+    from citeline.core.answering.features import own_heading
+
+    assert own_heading(evidence("text", ("Configuration", "Ignoring files"))) == "Ignoring files"
+    assert own_heading(evidence("text", ())) == "Guide"
+
+
+def test_a_question_asking_two_things_has_two_parts() -> None:
+    from citeline.core.answering.features import question_parts
+
+    assert question_parts("Where is the index stored?") == 1
+    assert question_parts("search ignores two-letter words, why and how to change it") == 2
+    assert question_parts("What is a chunk? How big is it?") == 2
+    assert question_parts("为什么会重新嵌入，怎么避免？") == 2
+    assert question_parts("default port") == 1
+
+
+def test_a_code_block_is_embedded_without_its_string_literals() -> None:
+    from citeline.core.answering.features import embedding_input
+
+    code = Unit('citeline ask "How do I make it ignore a folder?"', "code", 0, 0)
+    text = embedding_input(code, evidence(code.text, ("Guide", "Your first question")))
+    assert text.startswith("Guide > Your first question") and "ignore" not in text
+    assert "citeline ask" in text

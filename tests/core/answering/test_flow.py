@@ -6,8 +6,11 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Iterator, Sequence
 
+import pytest
+
 from citeline.core.answering.fitted import ENGLISH
 from citeline.core.answering.flow import EXTRACTIVE, GENERATIVE, AskContext, ask
+from citeline.core.answering.results import Answer
 from citeline.core.answering.scoring import UnitScorer
 from citeline.core.answering.settings import AnswerSettings
 from citeline.core.documents import Chunk, Hit
@@ -55,13 +58,21 @@ class ScriptedGenerator:
             yield word + " "
 
 
-def context(mode: str, generator: ScriptedGenerator, streamed: list[str]) -> AskContext:
+def context(
+    mode: str,
+    generator: ScriptedGenerator,
+    streamed: list[str],
+    threshold: float = 0.0,
+    unknown: Callable[[Sequence[str]], set[str]] | None = None,
+) -> AskContext:
     return AskContext(
         retrieve=lambda question, k: list(HITS),
-        # the flow's decisions, whatever the fitted weights: any unit may answer
+        # the flow's decisions, whatever the fitted weights: with threshold 0 every
+        # answer is graded "answer", with 1 "closest"
         scorer=UnitScorer(
             lambda terms: dict.fromkeys(terms, 1.0),
-            english=dataclasses.replace(ENGLISH, threshold=0.0),
+            unknown or (lambda terms: set()),
+            english=dataclasses.replace(ENGLISH, threshold=threshold),
         ),
         generator=lambda: generator,
         settings=AnswerSettings(),
@@ -83,6 +94,8 @@ def test_extractive_answers_with_the_evidence_sentence_and_never_calls_the_gener
     assert answer.citations[0].path == "kitchen.md" and answer.citations[0].n == 1
     assert "".join(streamed) == answer.text  # it arrives at once
     assert answer.timings["first_text"] is not None
+    assert answer.grade == "answer" and answer.grade_label == "Answer"
+    assert answer.to_json()["grade"] == "answer" and answer.refusal is None
 
 
 def test_an_unsupported_generated_sentence_is_dropped_and_recorded() -> None:
@@ -104,6 +117,7 @@ def test_an_unsupported_generated_sentence_is_dropped_and_recorded() -> None:
     ]
     assert "embedding model" in "".join(streamed)  # it streamed, then settled without it
     assert "embedding model" not in answer.text
+    assert answer.grade == "answer" and not answer.refused
 
 
 def test_nothing_supported_falls_back_to_the_extractive_answer() -> None:
@@ -113,6 +127,7 @@ def test_nothing_supported_falls_back_to_the_extractive_answer() -> None:
     assert answer.fallback == "unsupported"
     assert "descaled every 30 days" in answer.text and "[1]" in answer.text
     assert len(answer.dropped) == 2
+    assert answer.grade == "answer"  # judged answerable before the generator wrote
 
 
 def test_a_timeout_falls_back_to_the_extractive_answer() -> None:
@@ -122,6 +137,7 @@ def test_a_timeout_falls_back_to_the_extractive_answer() -> None:
     answer = ask(QUESTION, ctx)
     assert answer.degraded == "timeout" and answer.fallback == "timeout"
     assert answer.mode == EXTRACTIVE and "descaled every 30 days" in answer.text
+    assert answer.grade == "answer"
 
 
 def test_no_evidence_is_refused_without_scoring_or_generating() -> None:
@@ -134,3 +150,58 @@ def test_no_evidence_is_refused_without_scoring_or_generating() -> None:
     answer = ask("What is the boiling point of nitrogen?", ctx)
     assert answer.refused and generator.calls == 0 and answer.mode is None
     assert answer.text.startswith("The documents do not contain the answer")
+    assert answer.grade == "refused" and answer.refusal == "off_topic"
+    assert answer.grade_label == "Not found in the documents"
+    data = answer.to_json()
+    assert (data["grade"], data["refused"], data["citations"]) == ("refused", True, [])
+
+
+def test_evidence_the_scorer_doubts_is_quoted_as_the_closest_passages_not_refused() -> None:
+    for mode in (EXTRACTIVE, GENERATIVE):
+        generator = ScriptedGenerator("unused")
+        streamed: list[str] = []
+        answer = ask(QUESTION, context(mode, generator, streamed, threshold=1.0))
+        assert not answer.refused and answer.grade == "closest", mode
+        assert answer.grade_label == "Closest passages — they may not answer the question"
+        # quoted and cited like an answer; the generator never writes a doubtful answer
+        assert answer.mode == EXTRACTIVE and generator.calls == 0
+        assert "descaled every 30 days with citric acid. [1]" in answer.text
+        assert answer.citations and answer.citations[0].path == "kitchen.md"
+        assert "".join(streamed) == answer.text
+        assert answer.to_json()["grade"] == "closest"
+
+
+def test_a_question_naming_an_identifier_no_document_contains_is_refused() -> None:
+    generator = ScriptedGenerator("unused")
+    asked: list[list[str]] = []
+
+    def unknown(terms: Sequence[str]) -> set[str]:
+        asked.append(list(terms))
+        return {t for t in terms if t == "descaler9000"}
+
+    ctx = context(GENERATIVE, generator, [], unknown=unknown)
+    answer = ask("How often must the Descaler9000 be descaled?", ctx)
+    assert answer.refused and answer.grade == "refused" and answer.refusal == "unknown_term"
+    assert generator.calls == 0 and answer.mode is None and answer.citations == []
+    assert answer.text.startswith("The documents do not contain the answer")
+    assert "kitchen.md" in answer.text  # the nearest passages are named
+    assert ["descaler9000"] in asked
+    # the same question without the unknown name is answered
+    assert ask(QUESTION, ctx).grade == "answer"
+
+
+def test_a_grade_that_contradicts_refused_is_an_error() -> None:
+    with pytest.raises(ValueError):
+        Answer("Q?", "en", "text", False, False, [], [], [], grade="refused")
+    assert Answer("Q?", "zh", "text", True, False, [], [], []).grade_label == "文档中没有找到"
+
+
+def test_a_keyword_only_question_the_scorer_finds_off_topic_is_refused() -> None:
+    generator = ScriptedGenerator("unused")
+    ctx = context(EXTRACTIVE, generator, [], threshold=1.0)
+    ctx.dense_for_cjk = False  # the embedder does not read Chinese: keywords alone
+    ctx.settings = AnswerSettings(min_answerable_keyword_only=1.0)
+    answer = ask("咖啡机多久除垢一次？", ctx)
+    assert answer.refused and answer.refusal == "off_topic" and answer.citations == []
+    ctx.settings = AnswerSettings(min_answerable_keyword_only=0.0)
+    assert ask("咖啡机多久除垢一次？", ctx).grade in ("answer", "closest")

@@ -104,7 +104,7 @@ def test_answerable_question_is_answered_with_the_sentence_that_holds_the_answer
     )
     # the bundled generator does not write answers: the evidence's own sentence does
     assert gen.calls == 0 and not answer.generator_called and not answer.refused
-    assert answer.mode == "extractive"
+    assert answer.mode == "extractive" and answer.grade == "answer"
     assert "The coffee machine must be descaled every 30 days with citric acid. [1]" in answer.text
     first = answer.citations[0]
     assert (first.n, first.path, first.section) == (
@@ -122,6 +122,7 @@ def test_answerable_question_is_answered_with_the_sentence_that_holds_the_answer
     record = json.loads((workspace.index_dir / "asks.jsonl").read_text().splitlines()[-1])
     assert record["question"].startswith("How often")
     assert record["mode"] == "extractive" and "generation" not in record["models"]
+    assert (record["grade"], record["grade_label"]) == ("answer", "Answer")
     assert all(not h["path"].startswith("/") for h in record["hits"])
 
 
@@ -173,6 +174,7 @@ def test_on_topic_question_the_documents_do_not_answer_is_refused(
     gen = CountingGenerator(real_generator)
     answer = workspace.ask("Which brand of citric acid does the office buy?", generator=lambda: gen)
     assert answer.refused and gen.calls == 0, answer.text
+    assert answer.grade == "refused" and answer.refusal == "off_topic"
 
 
 def test_chinese_off_topic_is_refused_in_chinese(

@@ -69,3 +69,30 @@ def test_an_identifier_the_index_never_contains_lowers_answerability() -> None:
 def test_no_units_no_answer() -> None:
     scored = UnitScorer(idf).score("Anything?", [evidence("")], cjk=False, use_dense=False)
     assert scored.units == [] and not scored.answered
+
+
+def test_missing_terms_are_the_identifiers_and_names_no_document_contains() -> None:
+    index = {"index", "store", "deborphan", "coresshcommand", "neovim"}
+
+    def unknown(terms: Sequence[str]) -> set[str]:
+        return {t for t in terms if t not in index}
+
+    everyday = {"where", "is", "the", "index", "stored", "run", "how", "do", "i", "use", "it"}
+
+    def tokens(word: str) -> int:  # everyday words are one token, jargon several
+        return 1 if word in everyday else 3
+
+    scorer = UnitScorer(idf, unknown_terms=unknown, count_tokens=tokens)
+    assert scorer.missing_terms("Where is the index stored?", cjk=False) == []
+    assert scorer.missing_terms("How do I use it from Neovim?", cjk=False) == []
+    assert scorer.missing_terms("How do I use it from Flathub?", cjk=False) == ["Flathub"]
+    # a lower-case word the tokenizer splits may be an inflection: the scorer weighs it
+    assert scorer.missing_terms("How do I run checkbashisms?", cjk=False) == []
+    assert scorer.missing_terms("Checkbashisms: how do I run it?", cjk=False) == []
+    assert scorer.missing_terms("Where is core.sshCommand stored?", cjk=False) == []
+    assert scorer.missing_terms("Where is core.indexPath stored?", cjk=False) == ["coreindexpath"]
+    # in a Chinese question only identifiers count (its words are not the tokenizer's)
+    assert scorer.missing_terms("Flathub 怎么用？", cjk=True) == []
+    assert scorer.missing_terms("SHA-999 是什么？", cjk=True) == ["sha999"]
+    assert scorer.missing_terms("1998年世界杯的冠军是哪支球队？", cjk=True) == []
+    assert UnitScorer(idf).missing_terms("Where is core.indexPath stored?", cjk=False) == []

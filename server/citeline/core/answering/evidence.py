@@ -1,8 +1,9 @@
 """Which hits are evidence, how they are labelled, and the texts that list them.
 
-A hit is evidence when it is strong on an absolute scale (``is_evidence``);
-``select_evidence`` keeps those, drops near-duplicates and packs them whole into
-a token budget in rank order.
+A hit is evidence when it is strong on an absolute scale (``is_evidence``), or,
+when none is, when the hits are moderately close in both meaning and words
+(``evidence_hits``); ``select_evidence`` drops near-duplicates of the evidence
+and packs it whole into a token budget in rank order.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from citeline.core.answering.language import message
 from citeline.core.answering.results import Evidence
 from citeline.core.answering.settings import AnswerSettings
 from citeline.core.documents import Hit
-from citeline.core.scripts import CJK_LANGUAGES, CJK_RUN
+from citeline.core.scripts import CJK_RUN
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 
@@ -64,11 +65,51 @@ def is_evidence(hit: Hit, settings: AnswerSettings, cjk: bool = False) -> bool:
     ``cjk``: the question is Chinese, Japanese or Korean (its keyword threshold
     differs, see ``AnswerSettings``).
     """
-    dense = hit.dense if hit.dense is not None else (hit.score if hit.keyword is None else None)
+    dense = _dense(hit)
     if dense is not None and dense >= settings.min_score:
         return True
     threshold = settings.min_keyword_score_cjk if cjk else settings.min_keyword_score
     return hit.keyword is not None and hit.keyword >= threshold
+
+
+def _dense(hit: Hit) -> float | None:
+    return hit.dense if hit.dense is not None else (hit.score if hit.keyword is None else None)
+
+
+def evidence_hits(hits: Sequence[Hit], settings: AnswerSettings, cjk: bool = False) -> list[Hit]:
+    """The hits to answer from; none when the documents are off the question's topic.
+
+    Hits strong on their own (``is_evidence``); and when the hits are moderately
+    close both in meaning and in words (``min_joint_score`` and
+    ``min_joint_keyword_score``, together ``min_joint_total``, not necessarily in
+    one hit: a short everyday
+    question shares few words and little meaning with any one passage), every
+    hit that reaches either of those too, in rank order.  (A passage that quotes
+    the question itself, an example command, is strong in words alone; the
+    section that answers may be only moderately close.)
+    """
+    strong = [is_evidence(h, settings, cjk) for h in hits]
+    dense = [d for h in hits if (d := _dense(h)) is not None]
+    keyword = [h.keyword for h in hits if h.keyword is not None]
+    joint = (
+        bool(dense)
+        and bool(keyword)
+        and max(dense) >= settings.min_joint_score
+        and max(keyword) >= settings.min_joint_keyword_score
+        and max(dense) + max(keyword) >= settings.min_joint_total
+    )
+    return [
+        h
+        for h, alone in zip(hits, strong, strict=True)
+        if alone
+        or (
+            joint
+            and (
+                (_dense(h) or 0.0) >= settings.min_joint_score
+                or (h.keyword or 0.0) >= settings.min_joint_keyword_score
+            )
+        )
+    ]
 
 
 def distinct_evidence(hits: Sequence[Hit], settings: AnswerSettings) -> list[Evidence]:
@@ -87,13 +128,12 @@ def select_evidence(
     count_tokens: Callable[[str], int],
     language: str = "en",
 ) -> list[Evidence]:
-    """Hits that clear the threshold, without near-duplicates, packed into the budget."""
+    """The evidence (``evidence_hits``) without near-duplicates, packed into the budget."""
     chosen: list[Hit] = []
     used = 0
     for hit in hits:
-        cjk = language in CJK_LANGUAGES
-        if not is_evidence(hit, settings, cjk) or len(chosen) >= settings.max_evidence:
-            continue
+        if len(chosen) >= settings.max_evidence:
+            break
         if any(_overlaps(hit, other, settings.overlap) for other in chosen):
             continue
         cost = count_tokens(evidence_block(len(chosen) + 1, hit, language)) + 2

@@ -74,7 +74,8 @@ def select(result: Scored, max_units: int = MAX_UNITS) -> Extract:
     """The best units (1 to ``max_units``), with the units they lean on.
 
     Units after the first must reach the ``relative`` share of its probability
-    that the question's models set.
+    that the question's models set, unless the question asks two things (each
+    part's unit scores lower than a one-part question's would).
 
     A chosen sentence that opens with a pronoun or connective brings the sentence
     before it; one that ends with a colon or semicolon brings what follows, up
@@ -86,7 +87,7 @@ def select(result: Scored, max_units: int = MAX_UNITS) -> Extract:
     scored = result.units
     if not scored:
         return Extract([], [], result.answerable, False)
-    relative = result.models.relative
+    relative = result.models.relative if result.parts == 1 else 0.0
     at = {(s.evidence.n, s.unit.position): s for s in scored}
     best = scored[0].probability
     chosen: list[ScoredUnit] = []

@@ -23,7 +23,15 @@ compute for all of them:
   a command (code answers those);
 - ``fragment``: the unit does not end like a sentence (a term being defined, a
   heading or caption in a PDF's text layer);
-- ``number``: the question asks for a quantity or a time and the unit holds one.
+- ``number``: the question asks for a quantity or a time and the unit holds one;
+- ``heading``: the share of the question's information in the unit's own
+  section heading (a section titled "Ignoring files" answers "how do I make it
+  ignore a folder");
+- ``first``: ``heading`` for the first unit under it (what a section says first
+  is what it is about), 0 for the others;
+- ``kind``: the unit has the shape the question's kind wants (``kind_fits``):
+  "how do I" a command, setting or code, "what is the default" a default, "why"
+  a reason, "what is X" a definition.
 
 The question as a whole is judged by whether it names an identifier the
 documents never mention (``core.sshCommand``, ``SHA-256``) and how many of its
@@ -61,6 +69,61 @@ ASKS_HOW = re.compile(
     r"what command|command)\b|如何|怎么|怎样|命令",
     re.IGNORECASE,
 )
+
+
+# The kinds of question that want a unit of a particular shape, and those shapes.
+ASKS_WHY = re.compile(
+    r"^\W*why\b|\bwhy (?:do|does|did|is|are|would|should|can)\b|为什么|为何", re.I
+)
+ASKS_DEFAULT = re.compile(r"\bdefaults?\b|默认|缺省", re.I)
+ASKS_WHAT_IS = re.compile(
+    r"^\W*what(?:'s| is| are) (?:an? |the )?[\w.\-`' ]{1,40}\?*$|什么是|是什么[？?]?$", re.I
+)
+_REASON = re.compile(
+    r"\b(?:because|since|so that|in order to|to avoid|to keep|otherwise|the reason)\b"
+    r"|因为|为了|以免|以便|由于|因此|所以",
+    re.I,
+)
+_DEFAULT = re.compile(r"\bdefaults?\b|\bby default\b|默认|缺省", re.I)
+_ACTION = re.compile(r"`[^`]+`|(?:^|\s)--?[a-z][\w-]*|\b[\w.]+ ?= ?\S|^\s*(?:\$|#) ", re.I)
+_DEFINES = re.compile(
+    r"^(?:an? |the )?[\w`.\-' ]{1,50}? "
+    r"(?:(?:is|are) (?:an?|the|one|any)\b|means|refers to|stands for)|是(?:一个|一种|指)",
+    re.I,
+)
+
+
+_WH_WORD = re.compile(
+    r"\b(?:why|how|what|where|when|which|who)\b|为什么|为何|怎么|怎样|如何|哪|什么|多少", re.I
+)
+
+
+def question_parts(question: str) -> int:
+    """How many questions a question asks: two for "why, and how do I change it"
+    (two question words, or two question marks)."""
+    words = {w.lower() for w in _WH_WORD.findall(question)}
+    marks = len(re.findall(r"[?？]", question.rstrip("?？ "))) + 1
+    return max(len(words), marks, 1)
+
+
+def kind_fits(question: str, unit: Unit) -> bool:
+    """Whether the unit has the shape the question's kind wants (``ASKS_*``)."""
+    text = unit.text
+    if ASKS_WHY.search(question):
+        return bool(_REASON.search(text))
+    if ASKS_DEFAULT.search(question):
+        return bool(_DEFAULT.search(text))
+    if ASKS_HOW.search(question):
+        return unit.kind == "code" or bool(_ACTION.search(text))
+    if ASKS_WHAT_IS.search(question.strip()):
+        return bool(_DEFINES.search(text))
+    return False
+
+
+def own_heading(evidence: Evidence) -> str:
+    """The heading of the section a passage is in (its title for a section-less one)."""
+    chunk = evidence.hit.chunk
+    return chunk.heading_path[-1] if chunk.heading_path else chunk.title
 
 
 _QUOTED = re.compile(r"\"[^\"\n]*\"|'[^'\n]*'")
@@ -111,9 +174,12 @@ def unit_context(unit: Unit, evidence: Evidence) -> str:
 
 
 def embedding_input(unit: Unit, evidence: Evidence) -> str:
-    """What the embedder reads for a unit: its heading, then the unit."""
+    """What the embedder reads for a unit: its heading, then the unit (a code block
+    without its string literals: ``citeline ask "How do I …?"`` quotes a question,
+    it does not answer it)."""
     context = unit_context(unit, evidence)
-    return f"{context}\n\n{unit.text}" if context else unit.text
+    text = meaning(unit)
+    return f"{context}\n\n{text}" if context else text
 
 
 def evidence_terms(units: Sequence[Placed]) -> set[str]:

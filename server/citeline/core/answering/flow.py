@@ -1,16 +1,25 @@
-"""The ask flow: from a question to a cited answer.
+"""The ask flow: from a question to a cited, graded answer.
 
-1. Retrieve, and keep the hits that are evidence (``evidence.is_evidence``).  With
-   none, refuse at once, naming the nearest passages.
-2. Score every unit of the evidence against the question (``scoring``).  When
-   the evidence is unlikely to answer it, refuse: the documents are on the topic
-   but do not say this.  The generator is never called for a refusal.
-3. Extractive mode: the chosen units, verbatim, each with the [n] of its block.
-4. Generative mode: the generator writes from numbered evidence
-   (``prompt.build_messages``), streamed through ``citations.CitationFilter``;
-   then every sentence is checked against the evidence it cites
-   (``verification``) and only supported sentences stay.  When none survives, or
-   generation times out or is cancelled, the answer is the extractive one.
+1. Retrieve, and keep the hits that are evidence (``evidence.evidence_hits``).  With
+   none, the documents are off the topic: refuse at once, naming the nearest
+   passages.
+2. When the question hinges on a term that no document contains (an identifier
+   such as ``core.sshCommand``, or jargon the embedder does not know whole),
+   refuse too: no passage can answer it (``scoring.UnitScorer.missing_terms``).
+3. Otherwise the evidence is on the topic and the answer is made from it.  Every
+   unit of the evidence is scored against the question (``scoring``), and the
+   answerability model grades the answer: ``answer`` when the evidence likely
+   answers the question, else ``closest`` (the nearest units, quoted and cited,
+   labelled as possibly not answering).  Never a refusal: a refusal hides what
+   retrieval found, and is the costliest mistake (docs/quality.md).
+4. Extractive mode, and every ``closest`` answer: the chosen units, verbatim,
+   each with the [n] of its block.
+5. Generative mode, graded ``answer``: the generator writes from numbered
+   evidence (``prompt.build_messages``), streamed through
+   ``citations.CitationFilter``; then every sentence is checked against the
+   evidence it cites (``verification``) and only supported sentences stay.  When
+   none survives, or generation times out or is cancelled, the answer is the
+   extractive one.  The generator is never called for a refusal or a ``closest``.
 
 Citations are always built by the program from the evidence an answer's markers
 point at.
@@ -25,13 +34,20 @@ from dataclasses import dataclass, field
 from citeline.core.answering.citations import CitationFilter, clean_answer_text
 from citeline.core.answering.evidence import (
     distinct_evidence,
-    is_evidence,
+    evidence_hits,
     refusal_text,
     select_evidence,
 )
 from citeline.core.answering.extractive import Extract, compose, renumber, select
 from citeline.core.answering.prompt import build_messages
-from citeline.core.answering.results import Answer, Evidence, citation_for
+from citeline.core.answering.results import (
+    ANSWER,
+    CLOSEST,
+    REFUSED,
+    Answer,
+    Evidence,
+    citation_for,
+)
 from citeline.core.answering.scoring import UnitScorer
 from citeline.core.answering.settings import EXTRACTIVE, GENERATIVE, AnswerSettings
 from citeline.core.answering.verification import Verified, VerifySettings, verify
@@ -87,13 +103,23 @@ class _Ask:
         answer.timings = self.timings
         return answer
 
-    def refusal(self, evidence: Sequence[Evidence] = (), confidence: float | None = None) -> Answer:
+    def refusal(self, reason: str, evidence: Sequence[Evidence] = ()) -> Answer:
+        """A refusal (``reason``: ``off_topic`` or ``unknown_term``) naming the
+        nearest passages."""
         text = refusal_text(self.hits, self.language)
         self.emit(text)
         answer = Answer(
-            self.question, self.language, text, True, False, [], self.hits, list(evidence)
+            self.question,
+            self.language,
+            text,
+            True,
+            False,
+            [],
+            self.hits,
+            list(evidence),
+            grade=REFUSED,
+            refusal=reason,
         )
-        answer.confidence = confidence
         return self.finish(answer)
 
     def extractive(self, extract: Extract, **extra: object) -> Answer:
@@ -114,6 +140,7 @@ class _Ask:
             evidence,
             mode=EXTRACTIVE,
             confidence=extract.answerable,
+            grade=ANSWER if extract.answered else CLOSEST,
         )
         for key, value in extra.items():
             setattr(answer, key, value)
@@ -127,17 +154,22 @@ def ask(question: str, ctx: AskContext) -> Answer:
     state = _Ask(question, ctx, language, ctx.clock())
     state.hits = ctx.retrieve(question, settings.candidates)
     state.timings = {"retrieval": state.elapsed(), "first_text": None}
-    above = [h for h in state.hits if is_evidence(h, settings, cjk)]
+    above = evidence_hits(state.hits, settings, cjk)
     if not above:
-        return state.refusal()
-
+        return state.refusal("off_topic")
     candidates = distinct_evidence(above, settings)
-    scored = ctx.scorer.score(question, candidates, cjk=cjk, use_dense=ctx.dense_for_cjk or not cjk)
+    if ctx.scorer.missing_terms(question, cjk=cjk):
+        return state.refusal("unknown_term", candidates)
+
+    use_dense = ctx.dense_for_cjk or not cjk
+    scored = ctx.scorer.score(question, candidates, cjk=cjk, use_dense=use_dense)
+    if not use_dense and scored.answerable < settings.min_answerable_keyword_only:
+        # Read by keywords alone (CJK bigrams, a low gate), passages this unlikely to
+        # answer are off the topic: the scorer is the gate there (docs/quality.md).
+        return state.refusal("off_topic", candidates)
     extract = select(scored)
     state.timings["selection"] = state.elapsed()
-    if not extract.answered:
-        return state.refusal(candidates, extract.answerable)
-    if ctx.mode != GENERATIVE:
+    if ctx.mode != GENERATIVE or not extract.answered:
         return state.extractive(extract)
     return _generate(state, above, extract)
 
@@ -210,6 +242,7 @@ def _generate(state: _Ask, above: list[Hit], extract: Extract) -> Answer:
         model=generator.name,
         dropped=dropped,
         confidence=extract.answerable,
+        grade=ANSWER,
     )
     return state.finish(answer)
 

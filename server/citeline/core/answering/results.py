@@ -4,7 +4,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from citeline.core.answering.language import message
 from citeline.core.documents import Hit
+
+# An answer's grade, which every client shows (``grade_label``, docs/lsp-extensions.md):
+ANSWER = "answer"  # the answer scorer judges that the quoted units answer the question
+CLOSEST = "closest"  # on the topic, quoted and cited, but perhaps not answering it
+REFUSED = "refused"  # the documents are off the topic, or lack what the question names
+GRADES = (ANSWER, CLOSEST, REFUSED)
 
 
 @dataclass(frozen=True)
@@ -82,6 +89,22 @@ class Answer:
     confidence: float | None = None
     # The generator's file name, when it wrote the answer.
     model: str | None = None
+    # ANSWER, CLOSEST or REFUSED; None: REFUSED for a refusal, else ANSWER.
+    grade: str | None = None
+    # Why a refusal refused: "off_topic" (no passage is close to the question) or
+    # "unknown_term" (the question names a term no document contains).
+    refusal: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.grade is None:
+            self.grade = REFUSED if self.refused else ANSWER
+        if self.grade not in GRADES or (self.grade == REFUSED) != self.refused:
+            raise ValueError(f"grade {self.grade!r} with refused={self.refused}")
+
+    @property
+    def grade_label(self) -> str:
+        """The grade in words, in the question's language: what clients show."""
+        return message(self.language, f"grade_{self.grade}")
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -92,6 +115,9 @@ class Answer:
             "model": self.model,
             "fallback": self.fallback,
             "refused": self.refused,
+            "grade": self.grade,
+            "grade_label": self.grade_label,
+            "refusal": self.refusal,
             "generator_called": self.generator_called,
             "degraded": self.degraded,
             "confidence": None if self.confidence is None else round(self.confidence, 4),

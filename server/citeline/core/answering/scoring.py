@@ -31,15 +31,20 @@ from citeline.core.answering.features import (
     coverage,
     embedding_input,
     evidence_terms,
+    kind_fits,
     local_weights,
     meaning,
     missing_jargon,
+    own_heading,
+    question_parts,
+    question_words,
     repeats_heading,
     unit_context,
 )
 from citeline.core.answering.fitted import CJK, ENGLISH, QUESTION_FEATURES, Models, sigmoid
 from citeline.core.answering.results import Evidence
 from citeline.core.answering.units import Unit, is_fragment, split_units
+from citeline.core.scripts import CJK_RUN
 
 Vectors = npt.NDArray[np.float32]
 EmbedTexts = Callable[[Sequence[str]], Vectors]
@@ -72,6 +77,7 @@ class Scored:
     answerable: float
     question_features: tuple[float, ...]
     models: Models
+    parts: int = 1  # how many questions it asks (``features.question_parts``)
 
     @property
     def answered(self) -> bool:
@@ -107,6 +113,32 @@ class UnitScorer:
         self.english = english
         self.cjk = cjk
 
+    def missing_terms(self, question: str, *, cjk: bool) -> list[str]:
+        """What the question names that no document of the index contains: its
+        identifiers (``core.sshCommand``, ``SHA-256``, ``WireGuard``), and in English
+        the names it capitalises inside the sentence that the embedder's tokenizer
+        does not know whole (``Flathub``).  Such a question hinges on that very
+        thing, so no passage can answer it.  (A lower-case word the tokenizer splits
+        is often an inflection, ``rewrote``, or a spelling the documents lack: the
+        answer scorer weighs those, ``missing_jargon``.)"""
+        if self.unknown_terms is None:
+            return []
+        # (a CJK run is one token to identifier_terms: "1998年世界杯…" is no identifier)
+        names = {t: t for t in keywords.identifier_terms(question) if not CJK_RUN.search(t)}
+        if not cjk and self.count_tokens is not None:
+            for word in question_words(question)[1:]:
+                word_terms = keywords.terms(word)
+                if (
+                    word[:1].isupper()
+                    and len(word_terms) == 1
+                    and self.count_tokens(word.lower()) > 1
+                ):
+                    names.setdefault(word_terms[0], word)
+        if not names:
+            return []
+        unknown = self.unknown_terms(sorted(names))
+        return [names[t] for t in sorted(unknown)]
+
     def features(
         self, question: str, evidence: Sequence[Evidence], *, cjk: bool
     ) -> list[tuple[Unit, Evidence, tuple[float, ...]]]:
@@ -130,6 +162,10 @@ class UnitScorer:
         local = [coverage(local_terms, terms) for terms in unit_terms]
         wants_number = bool(ASKS_NUMBER.search(question))
         wants_how = bool(ASKS_HOW.search(question))
+        heading = {e.n: coverage(weights, set(keywords.terms(own_heading(e)))) for e in evidence}
+        firsts: dict[int, int] = {}
+        for u, e in pairs:  # in passage order: the first seen is the first under the heading
+            firsts.setdefault(e.n, u.position)
         out: list[tuple[Unit, Evidence, tuple[float, ...]]] = []
         for i, ((unit, e), terms, chars) in enumerate(
             zip(pairs, unit_terms, unit_chars, strict=True)
@@ -148,6 +184,9 @@ class UnitScorer:
                 1.0 if unit.kind == "code" and wants_how else 0.0,
                 1.0 if is_fragment(unit) else 0.0,
                 1.0 if wants_number and NUMBER.search(unit.text) else 0.0,
+                heading[e.n],
+                heading[e.n] if unit.position == firsts[e.n] else 0.0,
+                1.0 if kind_fits(question, unit) else 0.0,
             )
             out.append((unit, e, features))
         return out
@@ -185,7 +224,7 @@ class UnitScorer:
             else 0
         )
         q = question_features(question, units, self.term_weights, evidence, unknown, jargon)
-        return Scored(units, models.answerable.probability(q), q, models)
+        return Scored(units, models.answerable.probability(q), q, models, question_parts(question))
 
 
 def question_features(

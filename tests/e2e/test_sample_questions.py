@@ -1,0 +1,115 @@
+"""Plain questions a new user asks the bundled samples, through the real server.
+
+Each is answered from the documents (graded ``answer`` or ``closest``, never
+refused) and cites the section that holds the answer; the grade's label is the
+one clients show verbatim (docs/lsp-extensions.md).  Real model, real index.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+import pytest_asyncio
+from answer_checks import cited_units, flat, sentences
+from lsp_harness import ASK_TIMEOUT, CitelineClient, request, start, stop, wait_ready
+
+from conftest import copy_samples
+
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+
+LABELS = {
+    "en": {
+        "answer": "Answer",
+        "closest": "Closest passages — they may not answer the question",
+        "refused": "Not found in the documents",
+    },
+    "zh": {"answer": "答案", "closest": "最接近的段落——可能没有回答这个问题"},
+}
+
+# question -> the (file, section) pairs that hold its answer (any one cited is right)
+TABLE = {
+    "What file types are supported?": {
+        ("how-indexing-works.md", "Loading a file"),
+        ("getting-started.md", "What it reads"),
+    },
+    "How do I make it ignore a folder?": {("configuration.md", "Ignoring files")},
+    "Can I use it from Neovim?": {("citeline-manual.html", "Neovim")},
+    "What happens when I rename a file?": {
+        ("how-indexing-works.md", "Content-addressed vectors"),
+        ("how-indexing-works.md", "Noticing changes"),
+    },
+    "how do I install it": {("getting-started.md", "Installing")},
+    "How do I change the embedding model?": {("configuration.md", "Choosing a model")},
+    "它支持哪些文件格式？": {("zh/常见问题.md", "支持哪些文件格式？")},
+    "Where does Citeline store its index?": {("getting-started.md", "Where the index lives")},
+}
+
+
+@pytest.fixture(scope="module")
+def samples(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return copy_samples(tmp_path_factory.mktemp("samples") / "samples")
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def client(samples: Path) -> AsyncIterator[CitelineClient]:
+    client = await start("visual-studio-code", [], extra_args=("--docs", str(samples)))
+    try:
+        await wait_ready(client, samples)
+        yield client
+    finally:
+        await stop(client)
+
+
+# "how do I install it": its words match the Installing section weakly (keyword
+# 0.54) and its meaning barely (cosine 0.16, the bundled MiniLM), while a passage
+# quoting "citeline index" matches in words alone; retrieval does not yet bridge it.
+KNOWN_GAPS = {"how do I install it"}
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        pytest.param(q, marks=pytest.mark.xfail(strict=True, reason="retrieval gap"))
+        if q in KNOWN_GAPS
+        else q
+        for q in TABLE
+    ],
+)
+async def test_each_plain_question_is_answered_from_the_section_that_holds_it(
+    client: CitelineClient, samples: Path, question: str
+) -> None:
+    answer = await asyncio.wait_for(
+        request(client, "citeline/ask", {"question": question}), ASK_TIMEOUT
+    )
+    text = answer["answer"]
+    assert answer["grade"] in ("answer", "closest"), text
+    assert answer["refused"] is False and answer["mode"] == "extractive", text
+    assert answer["grade_label"] == LABELS[answer["language"]][answer["grade"]]
+    cited = {(c["path"], c["section"].split(" > ")[-1]) for c in answer["citations"]}
+    assert cited & TABLE[question], (question, sorted(cited), text)
+    # the answer quotes the lines its citations point at (a PDF's by page: not read here)
+    by_n = {c["n"]: c for c in answer["citations"]}
+
+    def lines(c: dict[str, object]) -> str:
+        text = (samples / str(c["path"])).read_text("utf-8").splitlines()
+        return flat("\n".join(text[int(str(c["start_line"])) - 1 : int(str(c["end_line"]))]))
+
+    quoted = [
+        sentence in lines(by_n[n])
+        for n, unit in cited_units(text)
+        if by_n[n]["page"] is None
+        for sentence in sentences(unit)
+    ]
+    assert quoted and any(quoted), text
+
+
+async def test_an_off_topic_question_is_refused_with_its_label(client: CitelineClient) -> None:
+    answer = await asyncio.wait_for(
+        request(client, "citeline/ask", {"question": "How long should I boil an egg?"}),
+        ASK_TIMEOUT,
+    )
+    assert (answer["grade"], answer["refused"], answer["citations"]) == ("refused", True, [])
+    assert answer["grade_label"] == LABELS["en"]["refused"]
