@@ -164,13 +164,6 @@ CLIENT = REPO / "editor-clients" / "emacs"
 CLOSEST = "What colour are the flowers of the tomato plants?"
 PDF_QUERY = "how often should the bicycle chain be lubricated"
 RECORDER = '#!/bin/sh\nprintf "%s\\n" "$@" > "{log}"\n'
-WIRE = (REPO / "docs" / "lsp-extensions.md").read_text("utf-8")
-needs_index_folder = pytest.mark.skipif(
-    "citeline/indexFolder" not in WIRE, reason="the server has no citeline/indexFolder yet"
-)
-needs_grades = pytest.mark.skipif(
-    "grade_label" not in WIRE, reason="the server does not grade answers yet"
-)
 
 
 @pytest.fixture(scope="module")
@@ -260,7 +253,6 @@ def test_copy_puts_the_answer_with_its_sources_on_the_kill_ring(session: dict[st
     assert f"]({cited['uri'].split('#')[0]}#L{cited['start_line']}" in session["kill"]
 
 
-@needs_grades
 def test_the_grade_label_is_shown_above_the_answer(session: dict[str, Any]) -> None:
     answer, closest = session["answer"], session["closest"]
     assert answer["grade"] == "answer" and answer["grade_label"] == "Answer"
@@ -329,7 +321,6 @@ def test_citeline_doctor_reports_each_check_with_its_fix(session: dict[str, Any]
         assert "this Citeline may have no `doctor' command" in shown
 
 
-@needs_index_folder
 def test_index_folder_serves_an_unmarked_folder_and_marks_it(session: dict[str, Any]) -> None:
     paths = session["paths"]
     assert session.get("index_folder_error") is None, session.get("index_folder_error")
@@ -454,7 +445,6 @@ def test_emacs_shows_and_copies_a_closest_and_a_refused_grade(tmp_path: Path) ->
     )
 
 
-@needs_index_folder
 def test_index_folder_with_no_server_running_starts_one(tmp_path: Path) -> None:
     assert EMACS is not None
     folder = tmp_path / "papers"

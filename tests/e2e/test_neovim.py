@@ -419,18 +419,6 @@ def test_a_folder_without_a_marker_starts_nothing_and_a_marked_one_is_served(
     assert session["status"][0].startswith(f"{paths['docs']}: ready, 4 files")
 
 
-# What the server offers, from the page that documents its wire: a test of a client
-# feature runs once the server side of it is there (wire agreements A and C).
-WIRE = (REPO / "docs" / "lsp-extensions.md").read_text("utf-8")
-needs_index_folder = pytest.mark.skipif(
-    "citeline/indexFolder" not in WIRE, reason="the server has no citeline/indexFolder yet"
-)
-needs_grades = pytest.mark.skipif(
-    "grade_label" not in WIRE, reason="the server does not grade answers yet"
-)
-
-
-@needs_index_folder
 def test_index_folder_serves_an_unmarked_folder_and_marks_it(session: dict[str, Any]) -> None:
     paths = session["paths"]
     indexed = session["index_folder"]
@@ -443,7 +431,6 @@ def test_index_folder_serves_an_unmarked_folder_and_marks_it(session: dict[str, 
     assert not any(line.startswith(f"{paths['home']}:") for line in session["status_after"])
 
 
-@needs_grades
 def test_the_grade_label_is_shown_above_the_answer(session: dict[str, Any]) -> None:
     answer = session["answer"]
     assert answer["grade"] == "answer" and answer["grade_label"] == "Answer"
@@ -636,7 +623,6 @@ vim.cmd("qall!")
 """
 
 
-@needs_index_folder
 @pytest.mark.parametrize(
     "nvim", NEOVIMS or [None], ids=lambda n: f"nvim-{_version(n)}" if n else "none"
 )
