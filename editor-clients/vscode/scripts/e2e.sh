@@ -71,8 +71,6 @@ WS="$RUN/docs"
 rm -rf "$WS" "$RUN/user-data" "$RUN/extensions"
 cp -r "$REPO/samples" "$WS"
 rm -rf "$WS/.citeline"
-# The folder is marked for Citeline (wire agreement C: an opened folder is served only with a marker).
-printf '# Citeline settings for the e2e run.\n' > "$WS/citeline.toml"
 # A document that cannot be indexed: its problem must show in the Problems panel.
 printf '%%PDF-1.4\nnot really a PDF\n' > "$WS/broken.pdf"
 # code-server and chromium write config, data and caches under the XDG dirs: keep them in RUN.
