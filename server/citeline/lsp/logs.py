@@ -12,13 +12,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import sys
 import threading
 import time
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from lsprotocol import types
+
+from citeline.stdio import log_to_stderr
 
 if TYPE_CHECKING:
     from citeline.lsp.server import CitelineServer
@@ -106,29 +106,6 @@ class ClientLogHandler(logging.Handler):
 
 
 def configure_logging(log_file: str | None, verbose: bool) -> None:
-    """Citeline's records at INFO (DEBUG with -v) to stderr and the optional file."""
-    level = logging.DEBUG if verbose else logging.INFO
-    fmt = logging.Formatter("citeline: %(asctime)s %(levelname)s %(name)s: %(message)s")
-    root = logging.getLogger()
-    if not any(
-        isinstance(h, logging.StreamHandler) and getattr(h, "stream", None) is sys.stderr
-        for h in root.handlers
-    ):
-        root.addHandler(logging.StreamHandler(sys.stderr))
-    if log_file:
-        root.addHandler(
-            logging.FileHandler(
-                Path(log_file).expanduser(), encoding="utf-8", errors="backslashreplace"
-            )
-        )
-    limit = RateLimit()
-    for handler in root.handlers:
-        handler.setFormatter(fmt)
-        handler.setLevel(logging.NOTSET)
-        handler.addFilter(limit)
-    root.setLevel(logging.WARNING)
-    logging.getLogger("citeline").setLevel(level)
-    # pygls logs every message body at INFO: only with -v, and then at DEBUG detail.
-    logging.getLogger("pygls").setLevel(logging.DEBUG if verbose else logging.WARNING)
-    logging.getLogger("watchdog").setLevel(logging.WARNING)
-    logging.getLogger("asyncio").setLevel(logging.ERROR)
+    """Citeline's records at INFO (DEBUG with -v) to stderr and the optional file, every
+    output behind one rate limit."""
+    log_to_stderr(log_file, verbose, "pygls", [RateLimit()])

@@ -18,7 +18,6 @@ from __future__ import annotations
 import asyncio
 import io
 import logging
-import sys
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
@@ -33,7 +32,7 @@ from citeline import __version__
 from citeline.mcp.tools import SPECS, ToolError, Tools, folder_path
 from citeline.service.service import Service
 from citeline.service.workspace import Backends
-from citeline.stdio import protocol_streams
+from citeline.stdio import log_to_stderr, protocol_streams
 
 if TYPE_CHECKING:
     from citeline.service.folders import Folder
@@ -188,26 +187,7 @@ def build_server(tools: Tools, roots: Roots | None = None) -> Server[Any, Any]:
 def configure_logging(log_file: str | None, verbose: bool) -> None:
     """Citeline's records at INFO (DEBUG with -v) to stderr and the optional file;
     the SDK's own at WARNING (every request is an INFO line there)."""
-    fmt = logging.Formatter("citeline: %(asctime)s %(levelname)s %(name)s: %(message)s")
-    root = logging.getLogger()
-    if not any(
-        isinstance(h, logging.StreamHandler) and getattr(h, "stream", None) is sys.stderr
-        for h in root.handlers
-    ):
-        root.addHandler(logging.StreamHandler(sys.stderr))
-    if log_file:
-        root.addHandler(
-            logging.FileHandler(
-                Path(log_file).expanduser(), encoding="utf-8", errors="backslashreplace"
-            )
-        )
-    for handler in root.handlers:
-        handler.setFormatter(fmt)
-        handler.setLevel(logging.NOTSET)
-    root.setLevel(logging.WARNING)
-    logging.getLogger("citeline").setLevel(logging.DEBUG if verbose else logging.INFO)
-    logging.getLogger("mcp").setLevel(logging.DEBUG if verbose else logging.WARNING)
-    logging.getLogger("watchdog").setLevel(logging.WARNING)
+    log_to_stderr(log_file, verbose, "mcp")
 
 
 async def run(

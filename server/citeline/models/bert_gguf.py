@@ -18,9 +18,11 @@ tests and benchmarks to build rerankers.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -70,17 +72,7 @@ def convert_bert_to_gguf(
     labels = _classifier_labels(config)
     pooling = gguf.PoolingType.RANK if labels else _pooling_type(source)
 
-    try:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-        os.close(fd)
-    except OSError as exc:
-        raise ModelError(f"cannot write converted model to {target.parent}: {exc}") from exc
-
-    tmp_path = Path(tmp_name)
-    try:
-        arch = gguf.MODEL_ARCH_NAMES[gguf.MODEL_ARCH.BERT]
-        writer = gguf.GGUFWriter(tmp_path, arch)
+    with gguf_writer(source, target) as writer:
         ftype = gguf.LlamaFileType.MOSTLY_F16 if f16 else gguf.LlamaFileType.ALL_F32
 
         writer.add_name(model_name or source.name)
@@ -144,6 +136,25 @@ def convert_bert_to_gguf(
         if n_tensors != expected:
             raise ModelError(f"{source.name}: found {n_tensors} BERT tensors, expected {expected}")
 
+
+@contextlib.contextmanager
+def gguf_writer(source: Path, target: Path) -> Iterator[Any]:
+    """A ``gguf.GGUFWriter`` (BERT architecture) on a temporary file in ``target``'s
+    folder: the block adds metadata and tensors, and when it ends the file is written
+    and renamed into place, so a reader never sees a partial file.  Any failure removes
+    the temporary file and is one ``ModelError`` naming ``source``."""
+    import gguf
+
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+        os.close(fd)
+    except OSError as exc:
+        raise ModelError(f"cannot write converted model to {target.parent}: {exc}") from exc
+    tmp_path = Path(tmp_name)
+    try:
+        writer = gguf.GGUFWriter(tmp_path, gguf.MODEL_ARCH_NAMES[gguf.MODEL_ARCH.BERT])
+        yield writer
         writer.write_header_to_file()
         writer.write_kv_data_to_file()
         writer.write_tensors_to_file()

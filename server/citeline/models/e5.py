@@ -24,7 +24,6 @@ import importlib.util
 import json
 import logging
 import os
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -33,6 +32,7 @@ import numpy as np
 
 from citeline import cache
 from citeline.models import ModelError
+from citeline.models.bert_gguf import gguf_writer
 from citeline.models.charsmap import build_charsmap
 from citeline.models.e5s1 import DTYPE_Q4_0, E5Model, read_e5s1
 
@@ -186,30 +186,10 @@ def convert_e5_to_gguf(source: Path, target: Path) -> None:
     except ImportError as exc:  # pragma: no cover - a hard dependency
         raise ModelError(f"cannot convert {source.name}: {exc}") from exc
     model = read_e5s1(source)
-    try:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-        os.close(fd)
-    except OSError as exc:
-        raise ModelError(f"cannot write converted model to {target.parent}: {exc}") from exc
-    tmp_path = Path(tmp_name)
-    try:
-        writer = gguf.GGUFWriter(tmp_path, gguf.MODEL_ARCH_NAMES[gguf.MODEL_ARCH.BERT])
+    with gguf_writer(source, target) as writer:
         _write_metadata(writer, gguf, model)
         _write_tokenizer(writer, model)
         _write_tensors(writer, gguf, model)
-        writer.write_header_to_file()
-        writer.write_kv_data_to_file()
-        writer.write_tensors_to_file()
-        writer.close()
-        os.chmod(tmp_path, 0o644)  # mkstemp creates 0600; the cache is not secret
-        os.replace(tmp_path, target)
-    except ModelError:
-        tmp_path.unlink(missing_ok=True)
-        raise
-    except Exception as exc:
-        tmp_path.unlink(missing_ok=True)
-        raise ModelError(f"converting {source.name} to GGUF failed: {exc}") from exc
 
 
 def _write_metadata(writer: Any, gguf: Any, model: E5Model) -> None:
