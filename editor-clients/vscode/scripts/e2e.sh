@@ -148,8 +148,12 @@ set -e
 step "done (rc=$rc); results in $RESULTS"
 if [ "$rc" != 0 ]; then
   echo "--- code-server.log (tail)"; tail -30 "$RUN/code-server.log"
-  log=$(find "$RUN/user-data/logs" -name '*Citeline*.log' 2>/dev/null | head -1)
-  if [ -n "$log" ]; then echo "--- Citeline output (tail)"; tail -60 "$log"; fi
+  # One "Citeline" output log per extension host (a window reload starts another), oldest first.
+  find "$RUN/user-data/logs" -name '*Citeline*.log' 2>/dev/null | sort | while read -r log; do
+    echo "--- Citeline output (tail of ${log#"$RUN/user-data/logs/"}, $(wc -l <"$log") lines)"; tail -40 "$log"
+  done
+  # Last, so that a CI log's tail shows what the run did and where it stopped.
+  echo "--- e2e steps (tail)"; grep -E '^\[e2e|E2E' "$RESULTS/e2e.log" | tail -25
   echo "E2E FAILED"
   exit "$rc"
 fi

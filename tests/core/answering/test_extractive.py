@@ -59,6 +59,13 @@ def test_a_colon_brings_what_follows_and_a_term_its_definition() -> None:
     assert texts(result.units)[0] == "gc.auto"
 
 
+def test_a_lead_in_brings_its_whole_list_not_only_the_first_items() -> None:
+    items = [f"- format {k}" for k in range(6)]
+    units = block(1, "It reads these formats:\n\n" + "\n".join(items))
+    result = select(scored(units, {"It reads these formats:": 2.0}))
+    assert texts(result.units) == ["It reads these formats:", *items]
+
+
 def test_a_default_value_after_a_chosen_sentence_comes_along() -> None:
     units = block(1, "Above this many loose objects gc packs them. The default value is 6700.")
     result = select(scored(units, {"Above this many loose objects gc packs them.": 2.0}))

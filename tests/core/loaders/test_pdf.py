@@ -112,6 +112,26 @@ def test_hyphenation_rejoined_and_lines_unwrapped(tmp_path: Path) -> None:
     ]
 
 
+def test_a_sentence_cut_by_a_page_break_stays_whole_on_its_first_page(tmp_path: Path) -> None:
+    doc = pymupdf.open()
+    for text in (
+        "Citeline loads five file types: Markdown, HTML, PDF, text and",
+        "reStructuredText. Each becomes blocks.\n\nA new paragraph.",
+        "Content-addressed vectors",  # a heading alone at the foot of a page
+        "Vectors are stored by hash.",
+    ):
+        doc.new_page().insert_text((72, 100), text)
+    doc.save(tmp_path / "cut.pdf")
+    texts = [(b.page, b.text) for b in _load(tmp_path / "cut.pdf").blocks]
+    assert texts[0] == (
+        1,
+        "Citeline loads five file types: Markdown, HTML, PDF, text and reStructuredText.",
+    )
+    assert texts[1][0] == 2 and texts[1][1].startswith("Each becomes blocks.")
+    assert (3, "Content-addressed vectors") in texts
+    assert (4, "Vectors are stored by hash.") in texts
+
+
 def test_outline_gives_sections(tmp_path: Path) -> None:
     doc = pymupdf.open()
     page = doc.new_page()

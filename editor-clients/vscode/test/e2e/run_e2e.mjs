@@ -228,7 +228,7 @@ try {
   await runCommand(page, 'Citeline: Focus on Folders View', 120_000);
   const wsName = path.basename(workspace);
   const unserved = sidebarRow(page, `${wsName} not served`);
-  await unserved.waitFor({ state: 'visible', timeout: READY_TIMEOUT });
+  await unserved.waitFor({ state: 'visible', timeout: 180_000 }); // no model is loaded for it
   mark(`sidebar: "${await unserved.getAttribute('aria-label')}"`);
   const status = citelineStatus(page);
   await status.waitFor({ state: 'visible', timeout: 120_000 });
@@ -678,6 +678,17 @@ try {
   failed = true;
   console.error('E2E FAILED:', e && e.message ? e.message : e);
   await page.screenshot({ path: path.join(outDir, 'failure.png') }).catch(() => {});
+  // What the window showed when it stopped: the status bar, the sidebar's rows, the toasts.
+  const shown = async (selector, attr) =>
+    page.locator(selector).evaluateAll((els, a) => els.map((el) => (a ? el.getAttribute(a) : el.innerText) || '').filter(Boolean), attr).catch(() => []);
+  for (const [what, selector, attr] of [
+    ['status bar', '.statusbar-item', 'aria-label'],
+    ['sidebar rows', '.part.sidebar .monaco-list-row', 'aria-label'],
+    ['notifications', '.notification-toast', null],
+  ]) {
+    const items = (await shown(selector, attr)).map((t) => t.replace(/\s+/g, ' ').trim().slice(0, 200));
+    console.error(`E2E SHOWN ${what}: ${items.length ? items.join(' | ') : '(none)'}`);
+  }
 } finally {
   await context.close().catch(() => {});
   fs.rmSync(profile, { recursive: true, force: true });

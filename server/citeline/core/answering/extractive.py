@@ -17,6 +17,8 @@ from citeline.core.answering.units import is_fragment
 from citeline.core.scripts import CJK_RUN
 
 MAX_UNITS = 4
+# A lead-in that ends with a colon brings its whole list, up to this many items.
+LIST_MAX_ITEMS = 12
 # Near-duplicate units (share of word trigrams) are chosen once.
 REDUNDANCY = 0.6
 
@@ -79,7 +81,7 @@ def select(result: Scored, max_units: int = MAX_UNITS) -> Extract:
 
     A chosen sentence that opens with a pronoun or connective brings the sentence
     before it; one that ends with a colon or semicolon brings what follows, up
-    to the end of the sentence or list (at most ``max_units`` more); one
+    to the end of the sentence or list (at most ``LIST_MAX_ITEMS`` more); one
     that opens a block right after a short term (a definition list's term, an
     option's name) brings the term; a short sentence after it that states a
     default comes along.
@@ -128,7 +130,7 @@ def select(result: Scored, max_units: int = MAX_UNITS) -> Extract:
         ):
             add(after)
         current = candidate
-        for _ in range(max_units):
+        for _ in range(LIST_MAX_ITEMS):
             following = at.get((n, current.unit.position + 1))
             if following is None:
                 break

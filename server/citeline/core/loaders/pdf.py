@@ -54,7 +54,7 @@ import re
 import statistics
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import PurePosixPath
 from typing import Any
 
@@ -433,7 +433,39 @@ def _blocks(pages: list[_Page], entries: list[_Entry]) -> list[Block]:
             text = _unwrap(lines)
             if text:
                 blocks.append(Block(text, path, page=page.number))
-    return blocks
+    return _join_page_breaks(blocks)
+
+
+# A page's last block that ends like this stops mid-sentence ("…plain text and").
+_MID_SENTENCE_END = re.compile(r"[a-z\u00df-\u00ff,\u00ad-]$")
+_MIN_CUT_WORDS = 6  # fewer: a heading alone at the foot of a page, not a sentence
+_SENTENCE_END = re.compile(r"[.!?。！？]['\")’”」』）)]*(?=\s|$)|[。！？]")
+
+
+def _join_page_breaks(blocks: list[Block]) -> list[Block]:
+    """A sentence that a page break cuts is kept whole on the page where it starts:
+    the words up to its end on the next page move to the previous page's last block
+    (same section only), so that quoting it never stops mid-sentence."""
+    out: list[Block] = []
+    for block in blocks:
+        last = out[-1] if out else None
+        if (
+            last is None
+            or last.page is None
+            or block.page != last.page + 1
+            or block.heading_path != last.heading_path
+            or not _MID_SENTENCE_END.search(last.text)
+            or len(last.text.split()) < _MIN_CUT_WORDS
+        ):
+            out.append(block)
+            continue
+        end = _SENTENCE_END.search(block.text)
+        cut = end.end() if end else len(block.text)
+        out[-1] = replace(last, text=_unwrap([last.text, block.text[:cut]]))
+        rest = block.text[cut:].strip()
+        if rest:
+            out.append(replace(block, text=rest))
+    return out
 
 
 # --- title ------------------------------------------------------------------------
