@@ -34,6 +34,18 @@ step "npm ci" npm ci --no-audit --no-fund
 step "typecheck" npm run --silent typecheck
 step "unit tests" npm test --silent
 step "package (.vsix)" npm run --silent package
-step "end-to-end (code-server + chromium + daemon)" env CITELINE_E2E_SKIP_PACKAGE=1 bash scripts/e2e.sh
+# A browser driving a real editor on a shared machine can stall once; a second, fresh run
+# decides. The first run's results stay in test-results/attempt-1 and its failure is printed.
+e2e_once_more() {
+  env CITELINE_E2E_SKIP_PACKAGE=1 bash scripts/e2e.sh && return 0
+  rm -rf test-results-attempt-1 && mv test-results test-results-attempt-1
+  echo "== end-to-end: the first run failed (above; its results: test-results/attempt-1); running it once more"
+  env CITELINE_E2E_SKIP_PACKAGE=1 bash scripts/e2e.sh
+  local rc=$?
+  mv test-results-attempt-1 test-results/attempt-1 2>/dev/null || true
+  [ "$rc" = 0 ] && summary+=("NOTE  end-to-end passed on its second run; the first failed (see above)")
+  return "$rc"
+}
+step "end-to-end (code-server + chromium + daemon)" e2e_once_more
 step "end-to-end install (linux-x64 .vsix, clean profile, no citeline on PATH)" bash scripts/e2e-install.sh
 finish PASSED
