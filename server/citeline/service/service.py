@@ -246,6 +246,26 @@ class Service:
         reports = await asyncio.gather(*(self.scheduler.run_now(f, None) for f in folders))
         return list(zip(folders, reports, strict=True))
 
+    def pause(self, path: Path | None) -> list[Folder]:
+        """Pause indexing of the folder at ``path`` (None: every folder): nothing more
+        is committed until :meth:`resume` (or a restart); searches and asks go on."""
+        folders = self._targets(path)
+        for folder in folders:
+            self.scheduler.pause(folder)
+        return folders
+
+    def resume(self, path: Path | None) -> list[Folder]:
+        """Resume indexing of the folder at ``path`` (None: every folder): what waited
+        is planned and indexed now."""
+        folders = self._targets(path)
+        for folder in folders:
+            self.scheduler.resume(folder)
+        return folders
+
+    def folder_status(self, folder: Folder) -> FolderStatus:
+        """One folder's status, as :meth:`status` gives it."""
+        return folder.status(self.backends.generation_name(folder.settings.generation))
+
     async def read_text(self, path: Path) -> str:
         """The text of the file at ``path`` for an editor request (hover on a document
         the editor did not send): only a regular file inside a served folder, at most
