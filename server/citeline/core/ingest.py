@@ -10,8 +10,9 @@ per model call, several files' chunks together), keep each call's vectors at
 once in their own transaction, then replace each file's chunks in its own
 transaction.  Progress is reported per file once it is committed (and between
 model calls inside a large file), cancellation is checked before each file,
-between model calls and before removals, and a run can be killed at any moment: the next run opens a
-consistent store, reuses every vector already embedded and finishes the job.
+between model calls and before removals, and a run can be killed at any moment:
+the next run opens a consistent store, reuses every vector already embedded and
+finishes the job.
 """
 
 from __future__ import annotations

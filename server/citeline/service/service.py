@@ -327,9 +327,7 @@ class Service:
 
     def status(self) -> Status:
         """Every folder's status, from what the event loop keeps (answers at once)."""
-        folders = [
-            f.status(self.backends.generation_name(f.settings.generation)) for f in self.folders
-        ]
+        folders = [self.folder_status(f) for f in self.folders]
         embedding = next((s.models.embedding for s in folders if s.models.embedding), None)
         generation = next((s.models.generation for s in folders if s.models.generation), None)
         reranking = next((s.models.reranking for s in folders if s.models.reranking), None)
@@ -369,7 +367,7 @@ class Service:
         folder = self.folders.get(root)
         if folder is None:  # pragma: no cover - select serves every requested folder
             raise ServiceError(f"{root} could not be served")
-        return folder.status(self.backends.generation_name(folder.settings.generation))
+        return self.folder_status(folder)
 
     def _reselect(self) -> None:
         chosen = select(
