@@ -1,8 +1,8 @@
 /**
  * The Citeline sidebar (activity bar): Folders (served folders, their state and
- * counts, indexing runs with Pause/Resume and Cancel), Recent Answers (the server's history; an
- * entry reopens in the answer panel) and Problems (documents that could not be
- * indexed). The rows come from sidebarModel.ts (pure).
+ * counts, indexing runs with Pause/Resume and Cancel), Recent Answers (the
+ * server's history; an entry reopens in the answer panel) and Problems (documents
+ * that could not be indexed). The rows come from sidebarModel.ts (pure).
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
@@ -15,6 +15,7 @@ import type { HistoryItem } from './protocol';
 import type { CitelineServer } from './server';
 import { IndexFolderMethod, PauseIndexingMethod, ResumeIndexingMethod, type FolderStatus, type PauseIndexingResult } from './protocol';
 import { folderRows, historyRow, indexingRows, problemRows, recordedEntry, unservedRows, workspaceRows } from './sidebarModel';
+import { folderName } from './statusModel';
 
 type FolderNode =
   | { kind: 'indexing'; token: string | number; label: string; description: string; folder?: string; paused: boolean }
@@ -231,9 +232,13 @@ function nodeFolder(node?: FolderNode): string | undefined {
 async function pauseOrResume(server: CitelineServer, method: typeof PauseIndexingMethod | typeof ResumeIndexingMethod, node?: FolderNode): Promise<void> {
   const folder = nodeFolder(node);
   const verb = method === PauseIndexingMethod ? 'pause' : 'resume';
+  if (!server.running) {
+    void vscode.window.setStatusBarMessage(`Citeline: nothing to ${verb} (the server is not running)`, 4000);
+    return;
+  }
   try {
     const result = await server.request<PauseIndexingResult>(method, folder ? { folder } : {});
-    const names = (result?.folders ?? []).map((f) => path.basename(vscode.Uri.parse(f.uri).fsPath)).join(', ');
+    const names = (result?.folders ?? []).map((f) => folderName(f.uri)).join(', ');
     const done = method === PauseIndexingMethod ? 'paused (searches go on; Resume Indexing continues)' : 'resumed';
     void vscode.window.setStatusBarMessage(`Citeline: indexing of ${names || 'no folder'} ${done}`, 4000);
   } catch (error) {
