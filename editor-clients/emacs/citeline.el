@@ -34,6 +34,9 @@
 ;;   M-x citeline-history       past answers; RET reopens one
 ;;   M-x citeline-status        the folders, their state and counts
 ;;   M-x citeline-reindex       bring the folders up to date now
+;;   M-x citeline-pause         pause indexing: nothing more is committed,
+;;                              changes wait, searches and asks go on
+;;   M-x citeline-resume        resume it: what waited is indexed now
 ;;   M-x citeline-index-folder  serve a folder without a marker (writes a
 ;;                              minimal citeline.toml into it)
 ;;   M-x citeline-hover         the passages the sentence at point is about
@@ -738,12 +741,25 @@ It adds to eldoc, beside whatever your own server shows."
 
 ;;;; Folders
 
+(defun citeline--paused-p (folder)
+  "Non-nil when FOLDER's indexing is paused."
+  (eq (plist-get folder :paused) t))
+
+(defun citeline--shown-state (folder)
+  "FOLDER's state as shown: \"pausing\" while a paused folder finishes the file
+it is committing, then \"paused\"; an error stays an error."
+  (let ((state (plist-get folder :state)))
+    (cond ((or (not (citeline--paused-p folder)) (equal state "error")) state)
+          ((equal state "indexing") "pausing")
+          (t "paused"))))
+
 (defun citeline--folder-line (folder)
   (concat
-   (format "%s: %s, %d files, %d chunks, %d pending"
+   (format "%s: %s, %d files, %d chunks, %d %s"
            (citeline--uri-to-path (plist-get folder :uri))
-           (plist-get folder :state) (plist-get folder :files)
-           (plist-get folder :chunks) (plist-get folder :pending))
+           (citeline--shown-state folder) (plist-get folder :files)
+           (plist-get folder :chunks) (plist-get folder :pending)
+           (if (citeline--paused-p folder) "waiting" "pending"))
    (if (stringp (plist-get folder :collection))
        (format "; team index %s, generation %s, updated %s"
                (plist-get folder :collection) (plist-get folder :generation)
@@ -780,6 +796,34 @@ It adds to eldoc, beside whatever your own server shows."
                                   (plist-get f :files) (plist-get f :chunks) (plist-get f :embedded)))
                         (plist-get result :folders) "\n"))
     result))
+
+(defun citeline--set-paused (method folder done)
+  "Send METHOD (pause or resume) for FOLDER (nil: every folder); say DONE of each."
+  (let* ((params (if folder (list :folder (citeline--path-to-uri folder)) citeline--empty-object))
+         (result (citeline--request method params)))
+    (message "%s"
+             (mapconcat (lambda (f)
+                          (format "%s: indexing %s (%d files waiting)"
+                                  (citeline--uri-to-path (plist-get f :uri)) done
+                                  (plist-get f :pending)))
+                        (plist-get result :folders) "\n"))
+    result))
+
+;;;###autoload
+(defun citeline-pause (&optional folder)
+  "Pause indexing of the documents folders (or FOLDER).
+The file being committed finishes; nothing more is committed and changes
+wait, while searches and asks use what is indexed.  `citeline-resume'
+goes on (so does a restart of the server)."
+  (interactive)
+  (citeline--set-paused :citeline/pauseIndexing folder "paused"))
+
+;;;###autoload
+(defun citeline-resume (&optional folder)
+  "Resume indexing of the documents folders (or FOLDER).
+What waited is indexed now; nothing committed is embedded again."
+  (interactive)
+  (citeline--set-paused :citeline/resumeIndexing folder "resumed"))
 
 (defun citeline--doctor-command (&optional docs)
   "`citeline doctor --json' from `citeline-server-command' (the part before

@@ -255,6 +255,23 @@ def test_an_interrupted_run_keeps_what_it_embedded(
     ws.close()
 
 
+def test_a_run_cancelled_before_its_removals_removes_nothing(
+    tmp_path: Path, embedder: CountingEmbedder
+) -> None:
+    root = tmp_path / "docs"
+    root.mkdir()
+    (root / "a.md").write_text("# A\n\nApples.\n")
+    (root / "b.md").write_text("# B\n\nBananas.\n")
+    ws = open_ws(root, embedder)
+    assert ws.update().files == 2
+    (root / "b.md").unlink()
+    report = ws.update(cancelled=lambda: True)  # a pause or cancel before the removal
+    assert report.cancelled and report.files == 2 and report.files_removed == 0
+    report = ws.update()
+    assert not report.cancelled and report.files == 1 and report.files_removed == 1
+    ws.close()
+
+
 def test_pdf_running_lines_are_left_out_with_a_note(
     tmp_path: Path, embedder: CountingEmbedder
 ) -> None:

@@ -297,6 +297,16 @@ def test_reindex_reports_each_folder(session: dict[str, Any]) -> None:
     assert folders[0]["files"] == 4 and folders[0]["embedded"] == 0
 
 
+def test_pause_and_resume_show_in_the_status(session: dict[str, Any]) -> None:
+    docs = session["paths"]["docs"]
+    assert all(f["paused"] is True for f in session["paused"]["folders"])
+    assert any(line.startswith(f"{docs}: paused, 4 files") for line in session["status_paused"])
+    assert all(": paused, " in line for line in session["status_paused"])
+    (only,) = session["resumed"]["folders"]
+    assert only["uri"] == Path(docs).as_uri() and only["paused"] is False
+    assert not any("paus" in line for line in session["status_resumed"])
+
+
 def test_hover_shows_the_passages_the_sentence_at_point_is_about(session: dict[str, Any]) -> None:
     assert session["hover_mode"] is True
     docs = Path(session["paths"]["docs"])

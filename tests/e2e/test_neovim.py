@@ -431,6 +431,19 @@ def test_index_folder_serves_an_unmarked_folder_and_marks_it(session: dict[str, 
     assert not any(line.startswith(f"{paths['home']}:") for line in session["status_after"])
 
 
+def test_pause_and_resume_show_in_the_status(session: dict[str, Any]) -> None:
+    paths = session["paths"]
+    assert all(": paused, " in line for line in session["status_paused"][:2]), session
+    assert any(
+        line.startswith(f"{paths['docs']}: paused, 4 files") for line in session["status_paused"]
+    )
+    resumed = session["resumed"]
+    assert resumed.get("err") is None, resumed
+    (only,) = resumed["result"]["folders"]
+    assert (only["docs"], only["paused"]) == (paths["docs"], False)
+    assert not any("paused" in line for line in session["status_resumed"])
+
+
 def test_the_grade_label_is_shown_above_the_answer(session: dict[str, Any]) -> None:
     answer = session["answer"]
     assert answer["grade"] == "answer" and answer["grade_label"] == "Answer"

@@ -67,3 +67,20 @@ async def test_a_client_without_progress_gets_nothing() -> None:
     work.end("done")
     await asyncio.sleep(0.05)
     assert ls.work_done_progress.sent == [] and work.token is None
+
+
+async def test_a_throttled_report_goes_out_when_the_interval_is_over() -> None:
+    ls = client(True)
+    work = WorkDone(ls, "t", lambda: None)
+    await asyncio.sleep(0.05)
+    work.report(10, "a.md")
+    work.report(20, "b.md")
+    work.report(None, "paused · 3 files waiting")  # then nothing for a while
+    await asyncio.sleep(0.5)
+    reports = [
+        v for _, v in ls.work_done_progress.sent if isinstance(v, types.WorkDoneProgressReport)
+    ]
+    assert reports[-1].message == "paused · 3 files waiting"
+    assert len(reports) <= 2  # still throttled
+    work.end("done")
+    assert isinstance(ls.work_done_progress.sent[-1][1], types.WorkDoneProgressEnd)

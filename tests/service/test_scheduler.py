@@ -22,6 +22,7 @@ from citeline.core.errors import IndexUnavailable
 from citeline.core.index import IndexCounts
 from citeline.core.ingest import IngestReport
 from citeline.service import scheduler as scheduler_module
+from citeline.service.errors import ServiceError
 from citeline.service.folders import Folder, Folders
 from citeline.service.scheduler import IngestScheduler
 from citeline.service.status import FolderStatus
@@ -302,3 +303,164 @@ async def test_a_team_reader_refreshes_without_watching_and_retries_a_lost_serve
     await settle(folder)
     assert fake.batches == [None, None]
     setup.folders.remove(folder)
+
+
+class SteppedWorkspace(FakeWorkspace):
+    """Indexes ``files`` (or the paths asked) one file per step the test allows, and
+    checks cancellation once allowed, before committing the file, as ingest does."""
+
+    def __init__(self, files: list[str]) -> None:
+        super().__init__()
+        self.files = files
+        self.steps = threading.Semaphore(0)
+        self.committed: list[str] = []
+
+    def update(
+        self,
+        paths: list[str] | None = None,
+        progress: Callable[[int, int, str], None] | None = None,
+        cancelled: Callable[[], bool] | None = None,
+        between: Callable[[], None] | None = None,
+        planned: Callable[[int], None] | None = None,
+    ) -> IngestReport:
+        self.batches.append(None if paths is None else sorted(paths))
+        todo = list(self.files) if paths is None else sorted(paths)
+        if planned is not None:
+            planned(len(todo))
+        report = IngestReport()
+        for done, rel in enumerate(todo, 1):
+            assert self.steps.acquire(timeout=30), "the test never allowed the next file"
+            if cancelled is not None and cancelled():
+                report.cancelled = True
+                break
+            self.committed.append(rel)
+            report.files_changed += 1
+            if progress is not None:
+                progress(done, len(todo), rel)
+        report.files = len(set(self.committed))
+        return report
+
+
+@pytest.fixture()
+def stepped() -> Iterator[tuple[Folders, IngestScheduler, RecordingEvents, SteppedWorkspace]]:
+    workers = Workers()
+    events = RecordingEvents()
+    fake = SteppedWorkspace(["a.md", "b.md", "c.md", "d.md"])
+    scheduler = IngestScheduler(workers, events, lambda folder: fake)  # type: ignore[arg-type,return-value]
+    yield Folders(workers, scheduler, events), scheduler, events, fake
+    fake.steps.release(100)
+    workers.stop(5)
+
+
+async def until(condition: Callable[[], object], what: str, timeout: float = 30) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, f"never: {what}"
+        await asyncio.sleep(0.02)
+
+
+async def paused_after_one_file(
+    folders: Folders, scheduler: IngestScheduler, fake: SteppedWorkspace, root: Path
+) -> Folder:
+    """The folder's start-up batch paused once its first file is committed."""
+    folder = folders.add(root)
+    fake.steps.release()
+    await until(lambda: fake.committed == ["a.md"], "the first file committed")
+    scheduler.pause(folder)
+    assert folder.status("g").paused  # at once, while the batch finishes its file
+    fake.steps.release()  # the batch may go on: it sees the pause and stops
+    await until(lambda: not folder.queue.running, "the batch stopped")
+    return folder
+
+
+async def test_pause_stops_the_batch_keeps_its_work_and_resume_plans_it_once(
+    stepped: tuple[Folders, IngestScheduler, RecordingEvents, SteppedWorkspace],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(scheduler_module, "PROGRESS_MIN_FILES", 1)
+    folders, scheduler, events, fake = stepped
+    folder = await paused_after_one_file(folders, scheduler, fake, tmp_path)
+    assert fake.committed == ["a.md"]
+    status = folder.status("g")
+    assert (status.state, status.paused, status.files, status.pending) == ("ready", True, 1, 3)
+    (progress,) = events.progress
+    assert progress.ended is None  # the run is paused, not over
+    assert progress.reports[-1] == (None, "paused · 3 files waiting")
+
+    # Changes keep collecting; nothing runs, and a reindex is refused, not left waiting.
+    folders.saved(tmp_path / "e.md")
+    assert folder.status("g").pending == 4
+    with pytest.raises(ServiceError, match="paused"):
+        await scheduler.run_now(folder, None)
+    await asyncio.sleep(0.5)
+    assert len(fake.batches) == 1 and not folder.queue.running
+    scheduler.pause(folder)  # pausing twice is one pause
+    assert folder.queue.paused
+
+    scheduler.resume(folder)
+    assert not folder.status("g").paused
+    fake.steps.release(100)
+    await settle(folder)
+    assert fake.batches == [None, None]  # one batch: the whole folder planned again
+    assert progress.ended is not None and len(events.progress) == 1  # the same progress
+    status = folder.status("g")
+    assert (status.state, status.paused, status.pending) == ("ready", False, 0)
+
+
+async def test_a_paused_batch_of_paths_keeps_only_what_it_did_not_commit(
+    stepped: tuple[Folders, IngestScheduler, RecordingEvents, SteppedWorkspace], tmp_path: Path
+) -> None:
+    folders, scheduler, _, fake = stepped
+    folder = folders.add(tmp_path)
+    fake.steps.release(4)
+    await settle(folder)
+    fake.committed.clear()
+    scheduler.schedule(folder, ["x.md", "y.md", "z.md"], now=True)
+    fake.steps.release()
+    await until(lambda: fake.committed == ["x.md"], "x.md committed")
+    scheduler.pause(folder)
+    fake.steps.release()
+    await until(lambda: not folder.queue.running, "the batch stopped")
+    assert folder.queue.pending == {"y.md", "z.md"}
+    assert folder.status("g").pending == 2
+    scheduler.resume(folder)
+    fake.steps.release(2)
+    await settle(folder)
+    assert fake.batches[-1] == ["y.md", "z.md"]
+    assert fake.committed == ["x.md", "y.md", "z.md"]
+
+
+async def test_cancel_while_paused_drops_the_waiting_work_and_ends_the_pause(
+    stepped: tuple[Folders, IngestScheduler, RecordingEvents, SteppedWorkspace],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(scheduler_module, "PROGRESS_MIN_FILES", 1)
+    folders, scheduler, events, fake = stepped
+    folder = await paused_after_one_file(folders, scheduler, fake, tmp_path)
+    scheduler.cancel(folder)
+    assert settled(folder)
+    status = folder.status("g")
+    assert (status.paused, status.pending, status.files) == (False, 0, 1)
+    assert events.progress[0].ended == "cancelled while paused"
+    await asyncio.sleep(0.3)
+    assert len(fake.batches) == 1  # nothing left to run
+    folders.saved(tmp_path / "later.md")  # later changes are indexed as usual
+    fake.steps.release()
+    await settle(folder)
+    assert fake.batches[-1] == ["later.md"]
+
+
+async def test_resume_of_a_folder_not_paused_and_pause_of_a_removed_one_do_nothing(
+    stepped: tuple[Folders, IngestScheduler, RecordingEvents, SteppedWorkspace], tmp_path: Path
+) -> None:
+    folders, scheduler, _, fake = stepped
+    folder = folders.add(tmp_path)
+    fake.steps.release(4)
+    await settle(folder)
+    scheduler.resume(folder)
+    assert len(fake.batches) == 1
+    folders.remove(folder)
+    scheduler.pause(folder)
+    assert not folder.queue.paused

@@ -44,6 +44,7 @@ def test_the_json_has_every_field_and_a_message_only_in_trouble() -> None:
         "collection": None,
         "generation": None,
         "read_only": False,
+        "paused": False,
     }
     broken = FolderStatus(docs=Path("/x"), index="/x/.citeline", state="error", message="gone")
     assert broken.to_json()["message"] == "gone" and broken.to_json()["last_update"] is None

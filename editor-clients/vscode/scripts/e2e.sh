@@ -10,8 +10,9 @@
 # daemon (the repository's scripts/setup.sh when .venv/bin/citeline is missing).
 # Copies samples/ into a scratch workspace so the index does not land in the repo.
 #
-# Writes test-results/: sidebar-unserved.png, sidebar-indexing.png, sidebar-cancelled.png
-# (index the folder from the sidebar, cancel its indexing there), problems.png,
+# Writes test-results/: sidebar-unserved.png, sidebar-indexing.png, sidebar-paused.png,
+# sidebar-cancelled.png (index the folder from the sidebar, pause its indexing there, resume
+# it, cancel it), problems.png,
 # answer.png (the answer panel), copied-answer.md (the clipboard after Copy Answer),
 # citation.png, hover.png, history.png, closest.png (a "closest" answer's label),
 # pdf-viewer.png (the bundled viewer at the cited page, passage highlighted),

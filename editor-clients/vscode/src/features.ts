@@ -1,7 +1,7 @@
 /**
  * The answer features beyond asking, registered in one place so activation
  * (extension.ts) stays short: Copy Answer (copy.ts); the sidebar, history and
- * indexing cancel (sidebar.ts, history.ts); the bundled PDF viewer (pdfViewer.ts).
+ * indexing pause, resume and cancel (sidebar.ts, history.ts); the bundled PDF viewer (pdfViewer.ts).
  */
 import * as vscode from 'vscode';
 

@@ -267,6 +267,8 @@ export interface FolderStatus {
   generation?: number | null;
   /** A reader of a team collection (its writer indexes the canonical checkout). */
   read_only?: boolean;
+  /** Indexing paused (`citeline/pauseIndexing`): nothing is committed; `pending` files wait. */
+  paused?: boolean;
 }
 
 /** A folder the editor opened that the server does not serve (wire agreement C), and why. */
@@ -285,6 +287,24 @@ export interface StatusResult {
 
 /** `citeline/indexFolder` `{folder}`: serves the folder (writing a minimal citeline.toml); result: its FolderStatus. */
 export const IndexFolderMethod = 'citeline/indexFolder';
+
+// ---------------------------------------------------------------------------
+// citeline/pauseIndexing, citeline/resumeIndexing
+// ---------------------------------------------------------------------------
+
+/** Pauses a folder's indexing (no folder: every folder); searches and asks go on. */
+export const PauseIndexingMethod = 'citeline/pauseIndexing';
+/** Resumes it: what waited is indexed now. */
+export const ResumeIndexingMethod = 'citeline/resumeIndexing';
+
+export interface PauseIndexingParams {
+  folder?: FolderUri;
+}
+
+/** The folders paused (or resumed), each as `citeline/status` lists it. */
+export interface PauseIndexingResult {
+  folders: FolderStatus[];
+}
 
 // ---------------------------------------------------------------------------
 // citeline/reindex

@@ -1,8 +1,8 @@
 /**
  * The Citeline sidebar (activity bar): Folders (served folders, their state and
- * counts, indexing runs with Cancel), Recent Answers (the server's history; an
- * entry reopens in the answer panel) and Problems (documents that could not be
- * indexed). The rows come from sidebarModel.ts (pure).
+ * counts, indexing runs with Pause/Resume and Cancel), Recent Answers (the
+ * server's history; an entry reopens in the answer panel) and Problems (documents
+ * that could not be indexed). The rows come from sidebarModel.ts (pure).
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
@@ -13,15 +13,19 @@ import type { Asker } from './ask';
 import { HistoryClient, askHistoryQuery, errorText } from './history';
 import type { HistoryItem } from './protocol';
 import type { CitelineServer } from './server';
-import { IndexFolderMethod, type FolderStatus } from './protocol';
+import { IndexFolderMethod, PauseIndexingMethod, ResumeIndexingMethod, type FolderStatus, type PauseIndexingResult } from './protocol';
 import { folderRows, historyRow, indexingRows, problemRows, recordedEntry, unservedRows, workspaceRows } from './sidebarModel';
+import { folderName } from './statusModel';
 
 type FolderNode =
-  | { kind: 'indexing'; token: string | number; label: string; description: string }
-  | { kind: 'folder'; uri: string; label: string; description: string; tooltip: string; state: string; problems: number }
+  | { kind: 'indexing'; token: string | number; label: string; description: string; folder?: string; paused: boolean }
+  | { kind: 'folder'; uri: string; label: string; description: string; tooltip: string; state: string; paused: boolean; problems: number }
   | { kind: 'unserved'; uri: string; label: string; description: string; tooltip: string };
 
-function stateIcon(state: string): vscode.ThemeIcon {
+function stateIcon(state: string, paused: boolean): vscode.ThemeIcon {
+  if (paused && state !== 'error') {
+    return new vscode.ThemeIcon('debug-pause');
+  }
   switch (state) {
     case 'ready':
       return new vscode.ThemeIcon('pass');
@@ -43,7 +47,14 @@ class FoldersView implements vscode.TreeDataProvider<FolderNode> {
   }
 
   getChildren(): FolderNode[] {
-    const runs: FolderNode[] = indexingRows(this.server.indexing).map((r) => ({ kind: 'indexing', token: r.token, label: r.label, description: r.description }));
+    const runs: FolderNode[] = indexingRows(this.server.indexing, this.server.status).map((r) => ({
+      kind: 'indexing',
+      token: r.token,
+      label: r.label,
+      description: r.description,
+      folder: r.folder,
+      paused: r.paused,
+    }));
     const folders: FolderNode[] = folderRows(this.server.status).map((f) => ({ kind: 'folder', ...f }));
     let unserved: FolderNode[] = unservedRows(this.server.status).map((u) => ({ kind: 'unserved', ...u }));
     if (!this.server.status && this.server.state !== 'starting') {
@@ -64,9 +75,11 @@ class FoldersView implements vscode.TreeDataProvider<FolderNode> {
     item.accessibilityInformation = { label: `${node.label} ${node.description}` };
     if (node.kind === 'indexing') {
       item.id = `indexing:${String(node.token)}`;
-      item.iconPath = new vscode.ThemeIcon('loading~spin');
-      item.contextValue = 'citeline.indexing';
-      item.tooltip = `${node.label} ${node.description}\nCancel stops after the current file; the rest is indexed by the next Reindex.`;
+      item.iconPath = new vscode.ThemeIcon(node.paused ? 'debug-pause' : 'loading~spin');
+      item.contextValue = node.paused ? 'citeline.indexing.paused' : 'citeline.indexing';
+      item.tooltip = node.paused
+        ? `${node.label} ${node.description}\nResume indexes what waits; Cancel drops it (the next Reindex indexes it).`
+        : `${node.label} ${node.description}\nPause stops after the current file until Resume; Cancel stops it, and the rest is indexed by the next Reindex.`;
     } else if (node.kind === 'unserved') {
       item.id = `unserved:${node.uri}`;
       item.iconPath = new vscode.ThemeIcon('circle-outline');
@@ -75,8 +88,8 @@ class FoldersView implements vscode.TreeDataProvider<FolderNode> {
       item.resourceUri = vscode.Uri.parse(node.uri);
     } else {
       item.id = `folder:${node.uri}`;
-      item.iconPath = stateIcon(node.state);
-      item.contextValue = 'citeline.folder';
+      item.iconPath = stateIcon(node.state, node.paused);
+      item.contextValue = node.paused ? 'citeline.folder.paused' : 'citeline.folder';
       item.tooltip = node.tooltip;
       item.resourceUri = vscode.Uri.parse(node.uri);
       item.command = { command: 'citeline.showStatus', title: 'Show Status' };
@@ -207,6 +220,33 @@ class HistoryView implements vscode.TreeDataProvider<HistoryItem> {
   }
 }
 
+/** The folder a sidebar row stands for (undefined: every folder, as from the palette). */
+function nodeFolder(node?: FolderNode): string | undefined {
+  if (node?.kind === 'folder') {
+    return node.uri;
+  }
+  return node?.kind === 'indexing' ? node.folder : undefined;
+}
+
+/** Pause or Resume Indexing: the row's folder, else every folder. */
+async function pauseOrResume(server: CitelineServer, method: typeof PauseIndexingMethod | typeof ResumeIndexingMethod, node?: FolderNode): Promise<void> {
+  const folder = nodeFolder(node);
+  const verb = method === PauseIndexingMethod ? 'pause' : 'resume';
+  if (!server.running) {
+    void vscode.window.setStatusBarMessage(`Citeline: nothing to ${verb} (the server is not running)`, 4000);
+    return;
+  }
+  try {
+    const result = await server.request<PauseIndexingResult>(method, folder ? { folder } : {});
+    const names = (result?.folders ?? []).map((f) => folderName(f.uri)).join(', ');
+    const done = method === PauseIndexingMethod ? 'paused (searches go on; Resume Indexing continues)' : 'resumed';
+    void vscode.window.setStatusBarMessage(`Citeline: indexing of ${names || 'no folder'} ${done}`, 4000);
+  } catch (error) {
+    void vscode.window.showErrorMessage(`Citeline: cannot ${verb} indexing: ${errorText(error)}`);
+  }
+  void server.refreshStatus();
+}
+
 /** Registers the sidebar's views and commands. */
 export function registerSidebar(context: vscode.ExtensionContext, server: CitelineServer, asker: Asker): void {
   const history = new HistoryClient(server);
@@ -259,6 +299,8 @@ export function registerSidebar(context: vscode.ExtensionContext, server: Citeli
       const n = await server.cancelIndexing(token);
       void vscode.window.setStatusBarMessage(n > 0 ? 'Citeline: indexing cancelled (stops after the current file)' : 'Citeline: nothing is being indexed', 4000);
     }),
+    vscode.commands.registerCommand('citeline.pauseIndexing', (node?: FolderNode) => pauseOrResume(server, PauseIndexingMethod, node)),
+    vscode.commands.registerCommand('citeline.resumeIndexing', (node?: FolderNode) => pauseOrResume(server, ResumeIndexingMethod, node)),
     vscode.commands.registerCommand('citeline.indexThisFolder', async (node?: FolderNode) => {
       if (!node || node.kind !== 'unserved') {
         return;

@@ -3,7 +3,7 @@
  * indexing runs, problems, recent answers, and the folder choices for an ask.
  * Pure (no `vscode` import): unit-tested.
  */
-import { folderName, plural } from './statusModel';
+import { folderName, plural, shownState } from './statusModel';
 import type { AnswerEntry } from './answerRender';
 import { GradeLabels, type Answer, type FolderStatus, type Grade, type HistoryEntry, type HistoryItem, type StatusResult } from './protocol';
 import type { IndexProgress } from './statusModel';
@@ -11,10 +11,12 @@ import type { IndexProgress } from './statusModel';
 export interface FolderRow {
   uri: string;
   label: string;
-  /** "ready · 8 files · 913 chunks", "indexing 42% · 3 pending", "error". */
+  /** "ready · 8 files · 913 chunks", "indexing · 3 pending", "paused · 8 files · 913 chunks · 12 files waiting", "error". */
   description: string;
   tooltip: string;
   state: FolderStatus['state'];
+  /** Indexing paused: the row offers Resume, else Pause. */
+  paused: boolean;
   problems: number;
 }
 
@@ -23,26 +25,28 @@ export function folderRows(status: StatusResult | undefined): FolderRow[] {
   return (status?.folders ?? []).map((f) => {
     const counts = `${plural(f.files ?? 0, 'file')} · ${plural(f.chunks ?? 0, 'chunk')}`;
     const problems = f.errors?.length ?? 0;
-    const parts: string[] = [f.state];
+    const paused = f.paused === true;
+    const parts: string[] = [shownState(f)];
     if (f.state !== 'error') {
       parts.push(counts);
     }
     if ((f.pending ?? 0) > 0) {
-      parts.push(`${f.pending} pending`);
+      parts.push(paused ? `${plural(f.pending, 'file')} waiting` : `${f.pending} pending`);
     }
     if (problems > 0) {
       parts.push(plural(problems, 'problem'));
     }
     const tooltip = [
       f.docs ?? f.uri,
-      `${f.state}${f.message ? `: ${f.message}` : ''}`,
+      `${shownState(f)}${f.message ? `: ${f.message}` : ''}`,
       counts,
+      paused ? 'Indexing is paused: nothing is committed until Resume; searches and answers use what is indexed.' : '',
       f.last_update ? `last indexed ${f.last_update}` : '',
       f.index ? `index: ${f.index}` : '',
     ]
       .filter(Boolean)
       .join('\n');
-    return { uri: f.uri, label: folderName(f.uri), description: parts.join(' · '), tooltip, state: f.state, problems };
+    return { uri: f.uri, label: folderName(f.uri), description: parts.join(' · '), tooltip, state: f.state, paused, problems };
   });
 }
 
@@ -90,18 +94,31 @@ export interface IndexingRow {
   label: string;
   description: string;
   percentage?: number;
+  /** The served folder the run indexes (by the name its title gives), if known. */
+  folder?: string;
+  /** That folder's indexing is paused (the run waits for Resume). */
+  paused: boolean;
 }
 
-/** One row per indexing run in progress: "Indexing notes", "42% · ops/postgres.md". */
-export function indexingRows(runs: ReadonlyMap<string | number, IndexProgress>): IndexingRow[] {
+/** One row per indexing run in progress: "Indexing notes", "42% · ops/postgres.md";
+ * a paused run says "paused" first, and its folder (from `status`) is kept for Pause/Resume. */
+export function indexingRows(runs: ReadonlyMap<string | number, IndexProgress>, status?: StatusResult): IndexingRow[] {
   return [...runs.entries()].map(([token, p]) => {
-    const folder = progressFolder(p.title);
+    const name = progressFolder(p.title);
+    const served = (status?.folders ?? []).filter((f) => folderName(f.uri) === name);
+    const folder = served.length === 1 ? served[0] : undefined;
+    const paused = folder?.paused === true;
     const pct = typeof p.percentage === 'number' ? `${Math.round(p.percentage)}%` : '';
+    const message = paused && /^paused\b/.test(p.message ?? '') ? '' : (p.message ?? '');
     return {
       token,
-      label: folder ? `Indexing ${folder}` : 'Indexing',
-      description: [pct, p.message ?? ''].filter(Boolean).join(' · '),
+      label: name ? `Indexing ${name}` : 'Indexing',
+      description: [folder && paused ? shownState(folder) : '', pct, message, paused && (folder?.pending ?? 0) > 0 ? `${plural(folder?.pending ?? 0, 'file')} waiting` : '']
+        .filter(Boolean)
+        .join(' · '),
       percentage: p.percentage,
+      folder: folder?.uri,
+      paused,
     };
   });
 }
@@ -177,7 +194,7 @@ export function folderChoices(status: StatusResult | undefined, last?: string): 
   }
   const choices: FolderChoice[] = [
     { label: 'All folders', description: 'the folder with the best match answers', folder: undefined },
-    ...folders.map((f) => ({ label: folderName(f.uri), description: `${f.docs ?? f.uri} · ${f.state}`, folder: f.uri })),
+    ...folders.map((f) => ({ label: folderName(f.uri), description: `${f.docs ?? f.uri} · ${shownState(f)}`, folder: f.uri })),
   ];
   const i = choices.findIndex((c) => c.folder === last);
   if (i > 0) {

@@ -12,7 +12,7 @@ export interface IndexProgress {
   message?: string;
 }
 
-export type Overall = 'starting' | 'indexing' | 'ready' | 'error' | 'stopped' | 'empty';
+export type Overall = 'starting' | 'indexing' | 'paused' | 'ready' | 'error' | 'stopped' | 'empty';
 
 export interface StatusSummary {
   overall: Overall;
@@ -35,6 +35,15 @@ export function folderName(uri: string): string {
   } catch {
     return last || uri;
   }
+}
+
+/** A folder's state as shown: "pausing" while a paused folder's batch finishes the file it
+ * is committing, then "paused"; else its state (an error is shown as such). */
+export function shownState(f: FolderStatus): string {
+  if (!f.paused || f.state === 'error') {
+    return f.state;
+  }
+  return f.state === 'indexing' ? 'pausing' : 'paused';
 }
 
 function totals(folders: readonly FolderStatus[]): { files: number; chunks: number; pending: number; errors: number } {
@@ -65,13 +74,13 @@ export function collectionLine(f: FolderStatus): string {
 }
 
 function folderLine(f: FolderStatus): string {
-  let line = `${folderName(f.uri)}: ${f.state}, ${plural(f.files ?? 0, 'file')}, ${plural(f.chunks ?? 0, 'chunk')}`;
+  let line = `${folderName(f.uri)}: ${shownState(f)}, ${plural(f.files ?? 0, 'file')}, ${plural(f.chunks ?? 0, 'chunk')}`;
   const team = collectionLine(f);
   if (team) {
     line += `; ${team}`;
   }
   if (f.pending) {
-    line += `, ${f.pending} pending`;
+    line += f.paused ? `, ${plural(f.pending, 'file')} waiting` : `, ${f.pending} pending`;
   }
   if (f.errors?.length) {
     line += `, ${plural(f.errors.length, 'document')} not indexed`;
@@ -131,6 +140,17 @@ export function summarizeStatus(
   if (folders.some((f) => f.state === 'error')) {
     return { overall: 'error', text: '$(error) Citeline: error', tooltip };
   }
+  const paused = folders.filter((f) => f.paused);
+  if (paused.length > 0) {
+    const waiting = paused.reduce((n, f) => n + (f.pending ?? 0), 0);
+    const which = paused.length < folders.length ? ` (${paused.map((f) => folderName(f.uri)).join(', ')})` : '';
+    const pausing = paused.some((f) => f.state === 'indexing');
+    return {
+      overall: 'paused',
+      text: pausing ? '$(debug-pause) Citeline: pausing…' : `$(debug-pause) Citeline: paused · ${plural(waiting, 'file')} waiting`,
+      tooltip: `Indexing is paused${which}: searches and answers use what is indexed. "Citeline: Resume Indexing" goes on.\n${tooltip}`,
+    };
+  }
   if (folders.some((f) => f.state === 'indexing')) {
     let detail = '';
     if (progress && typeof progress.percentage === 'number') {
@@ -189,7 +209,7 @@ export function renderStatusMarkdown(
   for (const f of status?.folders ?? []) {
     out.push(`## ${mdEscape(folderName(f.uri))}`, '');
     out.push(`- folder: ${mdEscape(f.uri)}`);
-    out.push(`- state: **${f.state}**${f.message ? ` (${mdEscape(f.message)})` : ''}`);
+    out.push(`- state: **${shownState(f)}**${f.message ? ` (${mdEscape(f.message)})` : ''}`);
     out.push(`- files: ${f.files ?? 0}, chunks: ${f.chunks ?? 0}, pending: ${f.pending ?? 0}`);
     if (f.collection) {
       out.push(`- ${mdEscape(collectionLine(f))}`);
@@ -205,7 +225,7 @@ export function renderStatusMarkdown(
     }
     out.push('');
   }
-  out.push('', 'Commands: *Citeline: Reindex*, *Citeline: Show Logs*, *Citeline: Restart Server*.');
+  out.push('', 'Commands: *Citeline: Reindex*, *Citeline: Pause Indexing*, *Citeline: Resume Indexing*, *Citeline: Show Logs*, *Citeline: Restart Server*.');
   if (info.updated) {
     out.push('', `_Updated ${info.updated.toISOString()}_`);
   }

@@ -9,9 +9,10 @@ content hash, embed only the texts never seen before (at most ``batch_chunks``
 per model call, several files' chunks together), keep each call's vectors at
 once in their own transaction, then replace each file's chunks in its own
 transaction.  Progress is reported per file once it is committed (and between
-model calls inside a large file), cancellation is checked before each file and
-between model calls, and a run can be killed at any moment: the next run opens a
-consistent store, reuses every vector already embedded and finishes the job.
+model calls inside a large file), cancellation is checked before each file,
+between model calls and before removals, and a run can be killed at any moment:
+the next run opens a consistent store, reuses every vector already embedded and
+finishes the job.
 """
 
 from __future__ import annotations
@@ -294,6 +295,8 @@ class Ingestor:
                         break
             if batch and not report.cancelled:
                 done = self._commit(batch, report, done, total, progress, cancelled, pause)
+            if plan.to_remove and not report.cancelled and cancelled is not None and cancelled():
+                report.cancelled = True
             if plan.to_remove and not report.cancelled:
                 removed = self.index.remove_files(plan.to_remove)
                 report.removed += len(removed)

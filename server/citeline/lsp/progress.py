@@ -3,8 +3,9 @@
 :class:`WorkDone` is used from the event loop.  It asks the client for a token
 (``window/workDoneProgress/create``) in the background, so the work it reports on
 never waits for the editor; reports made before the token exists are folded into
-the first one, and reports are throttled.  ``window/workDoneProgress/cancel``
-calls ``on_cancel``.
+the first one, and reports are throttled (a report held back goes out when the
+interval is over, so the last one before a quiet spell is seen).
+``window/workDoneProgress/cancel`` calls ``on_cancel``.
 """
 
 from __future__ import annotations
@@ -54,6 +55,7 @@ class WorkDone:
         self._ended: str | None = None
         self._done = False
         self._task: asyncio.Task[None] | None = None
+        self._trailing: asyncio.TimerHandle | None = None
         if client_supports_progress(ls):
             self._task = asyncio.ensure_future(self._create())
 
@@ -89,17 +91,30 @@ class WorkDone:
         if self.token is None or self._ended is not None:
             return
         now = time.monotonic()
-        if not force and now - self._last_sent < REPORT_INTERVAL:
+        wait = REPORT_INTERVAL - (now - self._last_sent)
+        if not force and wait > 0:
+            # Throttled: the latest report goes out when the interval is over, so the
+            # last one before a quiet spell (a pause) is not lost.
+            if self._trailing is None:
+                self._trailing = asyncio.get_running_loop().call_later(wait, self._send_latest)
             return
         self._last_sent = now
         self.ls.work_done_progress.report(
             self.token, types.WorkDoneProgressReport(message=message, percentage=percentage)
         )
 
+    def _send_latest(self) -> None:
+        self._trailing = None
+        if self._latest is not None:
+            self.report(*self._latest, force=True)
+
     def end(self, message: str) -> None:
         if self._ended is not None:
             return
         self._ended = message
+        if self._trailing is not None:
+            self._trailing.cancel()
+            self._trailing = None
         if self.token is not None:
             self._send_end()
         elif self._task is not None and not self._task.done():

@@ -29,6 +29,7 @@ from citeline.lsp import (
     commands,
     folders,
     history,
+    pause,
     reindex,
     search,
     session,
@@ -169,6 +170,7 @@ def build_server(docs: Iterable[Path] = (), backends: Backends | None = None) ->
     commands.register(ls)
     history.register(ls)
     folders.register(ls)
+    pause.register(ls)
     return ls
 
 

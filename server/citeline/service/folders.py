@@ -94,6 +94,7 @@ class Folder:
             files=self.files,
             chunks=self.chunks,
             pending=self.queue.pending_count,
+            paused=self.queue.paused,
             errors=tuple(self.errors),
             notes=tuple(self.notes),
             models=ModelNames(

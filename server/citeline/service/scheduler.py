@@ -13,6 +13,14 @@ A start on a folder whose index already holds it is "ready" (searchable on the
 index as it is) as soon as the index is open; the whole-folder catch-up that
 follows (what changed while no server ran) turns the folder to "indexing" only
 when it finds something to read or remove, as a save does.
+
+A paused folder (:meth:`IngestScheduler.pause`) commits nothing more: its running
+batch stops as a cancel does (after the file being committed; embedded vectors
+are kept), what that batch left undone goes back to the queue, and changes keep
+collecting there.  The folder stays searchable on what is indexed.  Resume plans
+the queue as one batch: committed files are unchanged on disk, so they are
+neither read nor embedded again.  Pausing lasts until resumed or the server
+stops; nothing of it is written down.
 """
 
 from __future__ import annotations
@@ -61,10 +69,13 @@ class IngestQueue:
     cancel: threading.Event = field(default_factory=threading.Event)
     timer: asyncio.TimerHandle | None = None
     burst_started: float | None = None
+    paused: bool = False
+    held: int = 0  # files a paused whole-folder batch left undone (its rescan redoes them)
+    progress: Progress | None = None  # a paused batch's progress, carried on by the resume
 
     @property
     def pending_count(self) -> int:
-        return len(self.pending) + self.in_flight
+        return len(self.pending) + self.in_flight + (self.held if self.rescan else 0)
 
 
 class IngestScheduler:
@@ -102,7 +113,10 @@ class IngestScheduler:
             self._arm(folder)
 
     async def run_now(self, folder: Folder, paths: Iterable[str] | None) -> IngestReport:
-        """Bring ``paths`` (None: the whole folder) up to date now; the batch's report."""
+        """Bring ``paths`` (None: the whole folder) up to date now; the batch's report.
+        A paused folder is refused (it would wait until resumed)."""
+        if folder.queue.paused:
+            raise ServiceError(f"indexing of {folder.root} is paused: resume it first")
         waiter: asyncio.Future[IngestReport] = asyncio.get_running_loop().create_future()
         folder.queue.waiters.append(waiter)
         self.schedule(folder, paths, now=True, progress=paths is None)
@@ -117,6 +131,46 @@ class IngestScheduler:
             queue.timer = None
         _fail(queue.waiters, ServiceError(f"{folder.root} is no longer served"))
         queue.waiters = []
+        if queue.progress is not None:
+            queue.progress.end("stopped")
+            queue.progress = None
+
+    def pause(self, folder: Folder) -> None:
+        """Commit nothing more in ``folder`` until :meth:`resume`: a running batch stops
+        after the file being committed and its undone work waits with new changes."""
+        queue = folder.queue
+        if folder.closed or queue.paused:
+            return
+        queue.paused = True
+        log.info("%s: indexing paused", folder.name)
+        self.events.status_changed(immediate=True)
+
+    def resume(self, folder: Folder) -> None:
+        """Index what waits in a paused ``folder`` now, and what changes from then on."""
+        queue = folder.queue
+        if folder.closed or not queue.paused:
+            return
+        queue.paused = False
+        log.info("%s: indexing resumed", folder.name)
+        self.events.status_changed(immediate=True)
+        self._flush(folder)
+
+    def cancel(self, folder: Folder) -> None:
+        """The user cancelled the folder's indexing: the running batch stops after the
+        current file; a paused folder's waiting work is dropped and the pause ends.
+        What is dropped is indexed by the next reindex or when it changes again."""
+        queue = folder.queue
+        queue.cancel.set()
+        if queue.paused and not queue.running:
+            queue.pending = set()
+            queue.rescan = queue.urgent = queue.want_progress = False
+            queue.held = 0
+            if queue.progress is not None:
+                queue.progress.end("cancelled while paused")
+                queue.progress = None
+            log.info("%s: paused indexing cancelled", folder.name)
+        queue.paused = False
+        self.events.status_changed(immediate=True)
 
     def _arm(self, folder: Folder) -> None:
         queue = folder.queue
@@ -135,8 +189,8 @@ class IngestScheduler:
             queue.timer.cancel()
             queue.timer = None
         queue.burst_started = None
-        if folder.closed or queue.running:
-            return  # a running batch flushes again when it ends
+        if folder.closed or queue.running or queue.paused:
+            return  # a running batch flushes again when it ends; a paused folder on resume
         if not queue.pending and not queue.rescan:
             return
         paths = None if queue.rescan else sorted(queue.pending)
@@ -144,6 +198,7 @@ class IngestScheduler:
         waiters = queue.waiters
         queue.pending = set()
         queue.rescan = queue.urgent = queue.want_progress = False
+        queue.held = 0
         queue.waiters = []
         queue.running = True
         task = asyncio.get_running_loop().create_task(self._batch(folder, paths, progress, waiters))
@@ -167,14 +222,31 @@ class IngestScheduler:
         if folder.state != "indexing" and not refresh_only:
             folder.state = "indexing"
             self.events.status_changed(immediate=True)
-        shown: Progress | None = None
+        # A batch resumed after a pause reports on the paused batch's progress.
+        shown: Progress | None = queue.progress
+        queue.progress = None
+        # What the batch got through (index worker; read on the loop once it returned).
+        paused_stop = threading.Event()
+        planned_count = 0
+        committed: set[str] = set()
+        last_done = 0
 
         def show_progress(message: str | None) -> Progress:
             title = f"Citeline: indexing {folder.name}"
-            return self.events.start_progress(title, cancel.set, message)
+            return self.events.start_progress(title, lambda: self.cancel(folder), message)
 
-        if progress:
+        if shown is not None:
+            shown.report(None, "resuming…")
+        elif progress:
             shown = show_progress("scanning…")
+
+        def stopped() -> bool:  # index worker: checked before each file and model call
+            if cancel.is_set() or folder.closed:
+                return True
+            if queue.paused:
+                paused_stop.set()
+                return True
+            return False
 
         def on_progress_loop(done: int, total: int, rel: str, files: int, chunks: int) -> None:
             nonlocal shown
@@ -191,7 +263,10 @@ class IngestScheduler:
         last = 0.0
 
         def on_progress(done: int, total: int, rel: str) -> None:  # index worker
-            nonlocal last
+            nonlocal last, last_done
+            if done > last_done:  # ``rel`` is done (else a report inside a large file)
+                committed.add(rel)
+                last_done = done
             worker.run_urgent()  # let searches in between files
             now = time.monotonic()
             if done < total and now - last < COUNTS_INTERVAL:
@@ -221,9 +296,15 @@ class IngestScheduler:
             self.events.status_changed(immediate=True)
 
         def planned(changed: int) -> None:  # index worker
-            loop.call_soon_threadsafe(on_planned, changed)
+            nonlocal planned_count
+            planned_count = changed
+            if catch_up:
+                loop.call_soon_threadsafe(on_planned, changed)
+
+        catch_up = False
 
         def work() -> tuple[IngestReport, FolderStatus]:  # index worker
+            nonlocal catch_up
             before = folder.workspace
             ws = self.open_workspace(folder)
             # A start (or a reopen) on an index that holds the folder: searchable now,
@@ -234,9 +315,9 @@ class IngestScheduler:
             report = ws.update(
                 paths,
                 progress=on_progress,
-                cancelled=lambda: cancel.is_set() or folder.closed,
+                cancelled=stopped,
                 between=worker.run_urgent,  # searches wait for one model call at most
-                planned=planned if catch_up else None,
+                planned=planned,
             )
             return report, ws.status()
 
@@ -300,12 +381,28 @@ class IngestScheduler:
                     "%s: %s%s in %.1fs (%d files, %d chunks)",
                     folder.name,
                     summary,
-                    " (cancelled)" if report.cancelled else "",
+                    (" (paused)" if paused_stop.is_set() else " (cancelled)")
+                    if report.cancelled
+                    else "",
                     time.perf_counter() - started,
                     report.files,
                     report.chunks,
                 )
-            if shown is not None:
+            if paused_stop.is_set() and not cancel.is_set():
+                # Stopped by a pause: the undone work waits (with the batch's waiters'
+                # report given now, as a cancel gives it) for the resume.
+                if paths is None:
+                    queue.rescan = True
+                    queue.held = max(planned_count - len(committed), 0)
+                else:
+                    queue.pending.update(p for p in paths if p not in committed)
+                queue.want_progress = queue.want_progress or progress
+                queue.urgent = True
+                queue.in_flight = 0
+                if shown is not None:
+                    queue.progress = shown
+                    shown.report(None, f"paused · {queue.pending_count} files waiting")
+            elif shown is not None:
                 shown.end(("cancelled: " if report.cancelled else "") + summary)
         finally:
             queue.running = False

@@ -246,6 +246,26 @@ class Service:
         reports = await asyncio.gather(*(self.scheduler.run_now(f, None) for f in folders))
         return list(zip(folders, reports, strict=True))
 
+    def pause(self, path: Path | None) -> list[Folder]:
+        """Pause indexing of the folder at ``path`` (None: every folder): nothing more
+        is committed until :meth:`resume` (or a restart); searches and asks go on."""
+        folders = self._targets(path)
+        for folder in folders:
+            self.scheduler.pause(folder)
+        return folders
+
+    def resume(self, path: Path | None) -> list[Folder]:
+        """Resume indexing of the folder at ``path`` (None: every folder): what waited
+        is planned and indexed now."""
+        folders = self._targets(path)
+        for folder in folders:
+            self.scheduler.resume(folder)
+        return folders
+
+    def folder_status(self, folder: Folder) -> FolderStatus:
+        """One folder's status, as :meth:`status` gives it."""
+        return folder.status(self.backends.generation_name(folder.settings.generation))
+
     async def read_text(self, path: Path) -> str:
         """The text of the file at ``path`` for an editor request (hover on a document
         the editor did not send): only a regular file inside a served folder, at most
@@ -307,9 +327,7 @@ class Service:
 
     def status(self) -> Status:
         """Every folder's status, from what the event loop keeps (answers at once)."""
-        folders = [
-            f.status(self.backends.generation_name(f.settings.generation)) for f in self.folders
-        ]
+        folders = [self.folder_status(f) for f in self.folders]
         embedding = next((s.models.embedding for s in folders if s.models.embedding), None)
         generation = next((s.models.generation for s in folders if s.models.generation), None)
         reranking = next((s.models.reranking for s in folders if s.models.reranking), None)
@@ -349,7 +367,7 @@ class Service:
         folder = self.folders.get(root)
         if folder is None:  # pragma: no cover - select serves every requested folder
             raise ServiceError(f"{root} could not be served")
-        return folder.status(self.backends.generation_name(folder.settings.generation))
+        return self.folder_status(folder)
 
     def _reselect(self) -> None:
         chosen = select(

@@ -55,6 +55,7 @@ class FolderStatus:
     collection: str | None = None  # a team index's collection (None: the folder's own)
     generation: int | None = None  # grows with every committed change, once open
     read_only: bool = False  # a reader of a team collection
+    paused: bool = False  # indexing paused: nothing is committed until resumed
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -73,6 +74,7 @@ class FolderStatus:
             "collection": self.collection,
             "generation": self.generation,
             "read_only": self.read_only,
+            "paused": self.paused,
         }
         if self.message:
             out["message"] = self.message

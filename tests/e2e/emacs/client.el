@@ -3,7 +3,8 @@
 ;; serves that folder; the user's own eglot server for Markdown keeps its buffers),
 ;; M-x citeline-ask with its grade, citeline-copy-answer onto the kill ring,
 ;; citeline-history and reopening an entry, a PDF citation opened at its page,
-;; citeline-reindex and citeline-index-folder.  Writes what it saw as JSON.
+;; citeline-reindex, citeline-index-folder, citeline-pause and citeline-resume.
+;; Writes what it saw as JSON.
 (package-initialize)
 (require 'json)
 (add-to-list 'load-path (getenv "CITELINE_EMACS_CLIENT"))
@@ -157,6 +158,18 @@
                                                              (plist-get citeline-last-status :folders)))))
         (error (citeline-test-put :index_folder_error (format "%S" index-error))))
       (citeline-test-put :status_after (vconcat (citeline-test-lines)))
+      ;; Pause every folder, then resume one, then the rest.
+      (citeline-test-put :paused (citeline-pause))
+      (citeline-test-wait "the folders paused"
+                          (lambda () (seq-every-p #'citeline--paused-p
+                                                  (plist-get citeline-last-status :folders))))
+      (citeline-test-put :status_paused (vconcat (citeline-test-lines)))
+      (citeline-test-put :resumed (citeline-resume docs))
+      (citeline-resume)
+      (citeline-test-wait "the folders resumed"
+                          (lambda () (not (seq-some #'citeline--paused-p
+                                                    (plist-get citeline-last-status :folders)))))
+      (citeline-test-put :status_resumed (vconcat (citeline-test-lines)))
       ;; The user's server still manages their Markdown buffer.
       (with-current-buffer (get-file-buffer (expand-file-name "garden.md" docs))
         (let ((managing (eglot-current-server)))

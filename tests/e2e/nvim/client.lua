@@ -197,6 +197,28 @@ local ok, err = pcall(function()
   result.status_after = citeline.status_lines(citeline.status)
   table.insert(result.steps, "indexed")
 
+  -- :CitePause / :CiteResume (every folder): the status says paused, then not.
+  local function all_paused(flag)
+    local folders = (citeline.status or {}).folders or {}
+    for _, folder in ipairs(folders) do
+      if (folder.paused == true) ~= flag then
+        return false
+      end
+    end
+    return #folders > 0
+  end
+  vim.cmd("CitePause")
+  wait("the folders paused", function() return all_paused(true) end)
+  result.status_paused = citeline.status_lines(citeline.status)
+  local resumed
+  citeline.set_paused(false, env.CITELINE_TEST_DOCS, function(e, r) resumed = { err = e, result = r } end)
+  wait("the resume", function() return resumed ~= nil end)
+  result.resumed = resumed
+  vim.cmd("CiteResume")
+  wait("the folders resumed", function() return all_paused(false) end)
+  result.status_resumed = citeline.status_lines(citeline.status)
+  table.insert(result.steps, "paused")
+
   -- :checkhealth citeline, from the document buffer.
   vim.cmd("edit " .. vim.fn.fnameescape(env.CITELINE_TEST_DOCS .. "/garden.md"))
   vim.cmd("checkhealth citeline")

@@ -14,6 +14,9 @@
 --   :CiteHistory [query]    past answers of the served folders; <CR> reopens one
 --   :CiteStatus             folders, their state and counts
 --   :CiteReindex            bring the folders up to date now
+--   :CitePause [dir]        pause indexing (of one folder; default: every folder):
+--                           nothing more is committed, changes wait, searches go on
+--   :CiteResume [dir]       resume it: what waited is indexed now
 --   :CiteIndexFolder [dir]  serve a folder (default: the current directory), writing
 --                           a minimal citeline.toml into it
 --   :checkhealth citeline   what works and what is missing (runs `citeline doctor`)
@@ -889,11 +892,21 @@ end
 
 -- Status -----------------------------------------------------------------------
 
+-- A folder's state as shown: "pausing" while a paused folder finishes the file it is
+-- committing, then "paused"; an error stays an error.
+function M.shown_state(folder)
+  if folder.paused ~= true or folder.state == "error" then
+    return folder.state
+  end
+  return folder.state == "indexing" and "pausing" or "paused"
+end
+
 function M.status_lines(status)
   local lines = {}
   for _, folder in ipairs((status and status.folders) or {}) do
-    local line = string.format("%s: %s, %d files, %d chunks, %d pending, %d errors",
-      uri_path(folder.uri), folder.state, folder.files, folder.chunks, folder.pending, #(folder.errors or {}))
+    local line = string.format("%s: %s, %d files, %d chunks, %d %s, %d errors",
+      uri_path(folder.uri), M.shown_state(folder), folder.files, folder.chunks, folder.pending,
+      folder.paused == true and "waiting" or "pending", #(folder.errors or {}))
     if not is_null(folder.collection) then
       line = line .. string.format("; team index %s%s, generation %s, updated %s", folder.collection,
         folder.read_only and " (read-only)" or "", tostring(folder.generation),
@@ -936,6 +949,29 @@ function M.reindex_command()
   end)
 end
 
+-- Pauses (`pause` true) or resumes indexing of `dir` (nil or "": every folder).
+-- callback(err, result) with result.folders as citeline/status lists them.
+function M.set_paused(pause, dir, callback)
+  local params = {}
+  if dir and dir ~= "" then
+    params.folder = vim.uri_from_fname(normalize(dir))
+  end
+  local method = pause and "citeline/pauseIndexing" or "citeline/resumeIndexing"
+  M.request(method, params, function(err, result)
+    if err then
+      notify((pause and "pause" or "resume") .. " failed: " .. (err.message or vim.inspect(err)), vim.log.levels.ERROR)
+    else
+      for _, folder in ipairs(result.folders or {}) do
+        notify(string.format("%s: indexing %s (%d files waiting)", uri_path(folder.uri),
+          pause and "paused" or "resumed", folder.pending or 0))
+      end
+    end
+    if callback then
+      callback(err, result)
+    end
+  end)
+end
+
 function M.index_folder_command(dir)
   M.index_folder(dir, function(err, folder)
     if err then
@@ -955,6 +991,8 @@ function M.setup(opts)
   command("CiteHistory", function(args) M.history_command(args.args) end, { nargs = "*" })
   command("CiteStatus", function() M.status_command() end, { nargs = 0 })
   command("CiteReindex", function() M.reindex_command() end, { nargs = 0 })
+  command("CitePause", function(args) M.set_paused(true, args.args) end, { nargs = "?", complete = "dir" })
+  command("CiteResume", function(args) M.set_paused(false, args.args) end, { nargs = "?", complete = "dir" })
   command("CiteIndexFolder", function(args) M.index_folder_command(args.args) end, { nargs = "?", complete = "dir" })
   if #M.named_folders() > 0 then
     M.start(nil)

@@ -242,19 +242,58 @@ try {
   while (!fs.existsSync(path.join(workspace, 'citeline.toml')) && Date.now() < tomlEnd) await sleep(200);
   check(fs.existsSync(path.join(workspace, 'citeline.toml')), 'Index This Folder wrote no citeline.toml');
 
-  // ---- indexing shows in the sidebar with Cancel; cancel it there ---------------------------
+  // ---- indexing shows in the sidebar with Pause and Cancel: pause it there -----------------
   const indexingRow = sidebarRow(page, 'Indexing');
   await indexingRow.waitFor({ state: 'visible', timeout: 120_000 });
   mark(`sidebar: "${await indexingRow.getAttribute('aria-label')}"`);
   await indexingRow.hover();
   await page.screenshot({ path: path.join(outDir, 'sidebar-indexing.png') });
+  await indexingRow.locator('.action-label[aria-label="Pause Indexing"]').click();
+  const pausedAt = Date.now();
+  mark('clicked "Pause Indexing" in the sidebar');
+  // "pausing" while the file being committed finishes, then "paused" with what waits.
+  const pausedRow = sidebarRow(page, `${wsName} paused`);
+  await pausedRow.waitFor({ state: 'visible', timeout: 120_000 });
+  const pausedLabel = (await pausedRow.getAttribute('aria-label')) ?? '';
+  const pausedFiles = Number(/(\d+) files?/.exec(pausedLabel)?.[1] ?? NaN);
+  mark(`paused ${((Date.now() - pausedAt) / 1000).toFixed(1)}s after the click: "${pausedLabel}"`);
+  check(/\d+ files? waiting/.test(pausedLabel), `the paused row does not say what waits: ${pausedLabel}`);
+  const pausedStatus = (await status.innerText()).trim();
+  check(/Citeline: paused/.test(pausedStatus), `the status bar does not say paused: ${pausedStatus}`);
+  await indexingRow.hover();
+  await page.screenshot({ path: path.join(outDir, 'sidebar-paused.png') });
+  // Nothing is committed while paused: the count stays put (watched for a few seconds).
+  const holdEnd = Date.now() + 4000;
+  while (Date.now() < holdEnd) {
+    const label = (await sidebarRow(page, wsName).getAttribute('aria-label')) ?? '';
+    check(label.startsWith(`${wsName} paused`), `the folder left "paused" by itself: ${label}`);
+    check(Number(/(\d+) files?/.exec(label)?.[1] ?? NaN) === pausedFiles, `files were indexed while paused: ${label} (${pausedFiles} at the pause)`);
+    await sleep(250);
+  }
+  mark(`still ${pausedFiles} files after 4 s paused`);
+
+  // ---- resume there: indexing goes on; then cancel it there ---------------------------
+  await indexingRow.hover();
+  await indexingRow.locator('.action-label[aria-label="Resume Indexing"]').click();
+  mark('clicked "Resume Indexing" in the sidebar');
+  const folderRow = sidebarRow(page, wsName);
+  const resumeEnd = Date.now() + 60_000;
+  for (;;) {
+    const label = (await folderRow.getAttribute('aria-label')) ?? '';
+    if (!label.startsWith(`${wsName} paus`)) {
+      mark(`resumed: "${label}"`);
+      break;
+    }
+    check(Date.now() < resumeEnd, `still paused 60 s after Resume: ${label}`);
+    await sleep(100);
+  }
+  await indexingRow.hover();
   await indexingRow.locator('.action-label[aria-label="Cancel Indexing"]').click();
   const cancelledAt = Date.now();
   mark('clicked "Cancel Indexing" in the sidebar');
   await indexingRow.waitFor({ state: 'detached', timeout: 120_000 });
   mark(`indexing ended ${((Date.now() - cancelledAt) / 1000).toFixed(1)}s after the cancel`);
   const docs = countDocuments(workspace);
-  const folderRow = sidebarRow(page, wsName);
   await folderRow.waitFor({ state: 'visible', timeout: 30_000 });
   let afterCancel = '';
   const settleEnd = Date.now() + 30_000;

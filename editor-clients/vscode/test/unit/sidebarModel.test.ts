@@ -31,10 +31,33 @@ test('indexing runs: one row per token, named by the folder its progress title n
     ['t1', { title: 'Citeline: indexing notes', percentage: 41.6, message: 'ops/postgres.md' }],
     [7, { title: 'Citeline: indexing', message: 'scanning…' }],
   ]));
-  assert.deepEqual(rows[0], { token: 't1', label: 'Indexing notes', description: '42% · ops/postgres.md', percentage: 41.6 });
+  assert.deepEqual(rows[0], { token: 't1', label: 'Indexing notes', description: '42% · ops/postgres.md', percentage: 41.6, folder: undefined, paused: false });
   assert.equal(rows[1].label, 'Indexing');
   assert.equal(rows[1].description, 'scanning…');
   assert.equal(rows[1].token, 7);
+});
+
+test('a paused folder: its row says paused and how many files wait; its run too, named by folder', () => {
+  const paused = folder({ paused: true, pending: 12, files: 3, chunks: 40 });
+  const [row] = folderRows({ folders: [paused] });
+  assert.equal(row.description, 'paused · 3 files · 40 chunks · 12 files waiting');
+  assert.equal(row.paused, true);
+  assert.equal(row.state, 'ready');
+  assert.match(row.tooltip, /paused/);
+  assert.equal(folderRows({ folders: [folder()] })[0].paused, false);
+  assert.match(folderRows({ folders: [{ ...paused, state: 'indexing' }] })[0].description, /^pausing · /);
+  assert.equal(folderRows({ folders: [{ ...paused, state: 'error', message: 'no model' }] })[0].description, 'error · 12 files waiting');
+  const runs = new Map([['t1', { title: 'Citeline: indexing notes', percentage: 8, message: 'paused · 12 files waiting' }]]);
+  const [run] = indexingRows(runs, { folders: [paused] });
+  assert.equal(run.description, 'paused · 8% · 12 files waiting');
+  assert.equal(run.folder, 'file:///home/me/notes');
+  assert.equal(run.paused, true);
+  // Resumed: the run is an ordinary one again, and still knows its folder.
+  const [resumed] = indexingRows(new Map([['t1', { title: 'Citeline: indexing notes', percentage: 9, message: 'a.md' }]]), { folders: [folder({ state: 'indexing', pending: 11 })] });
+  assert.deepEqual([resumed.description, resumed.paused, resumed.folder], ['9% · a.md', false, 'file:///home/me/notes']);
+  // Two served folders of one name: the run's folder is not guessed.
+  assert.equal(indexingRows(runs, { folders: [paused, folder({ uri: 'file:///elsewhere/notes' })] })[0].folder, undefined);
+  assert.equal(folderChoices({ folders: [paused, folder({ uri: 'file:///b' })] })[1].description, '/home/me/notes · paused');
 });
 
 test('problems: every document that could not be indexed, with its folder', () => {

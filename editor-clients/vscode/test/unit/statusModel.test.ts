@@ -103,3 +103,20 @@ test('opened folders the server does not serve: "not indexed", with the reason, 
   assert.match(s.tooltip, /code: not served: no citeline\.toml/);
   assert.match(s.tooltip, /Index This Folder/);
 });
+
+test('paused: the status bar says so with the files waiting, before indexing; an error still comes first', () => {
+  const paused = folder({ paused: true, pending: 12 });
+  const s = summarizeStatus(status(paused), { percentage: 8 }, 'running');
+  assert.equal(s.overall, 'paused');
+  assert.equal(s.text, '$(debug-pause) Citeline: paused · 12 files waiting');
+  assert.match(s.tooltip, /notes: paused, 8 files, 120 chunks, 12 files waiting/);
+  assert.match(s.tooltip, /Resume Indexing/);
+  // While the batch finishes the file it was committing, the folder is still "indexing": "pausing".
+  const pausing = summarizeStatus(status(folder({ ...paused, state: 'indexing' })), undefined, 'running');
+  assert.deepEqual([pausing.overall, pausing.text], ['paused', '$(debug-pause) Citeline: pausing…']);
+  assert.match(pausing.tooltip, /notes: pausing/);
+  const other = folder({ uri: 'file:///b', state: 'indexing' });
+  assert.match(summarizeStatus(status(paused, other), undefined, 'running').tooltip, /paused \(notes\)/);
+  assert.equal(summarizeStatus(status(paused, folder({ uri: 'file:///c', state: 'error' })), undefined, 'running').overall, 'error');
+  assert.match(renderStatusMarkdown(status(paused), 'running'), /- state: \*\*paused\*\*/);
+});
