@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -122,11 +123,15 @@ async def test_without_a_daemon_an_attach_window_serves_the_folder_itself(
 ) -> None:
     corpus = make_corpus(tmp_path / "notes")
     log = tmp_path / "window.log"
-    # A record left by a daemon that is gone (a pid that cannot be alive) is not used.
+    # What a daemon killed with -9 leaves: its record (not used) and its socket (removed).
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
     runtime.mkdir(mode=0o700)
+    left = runtime / f"attach-{gone.pid}.sock"
     record_path(corpus, runtime).write_text(
-        f'{{"pid": {2**22 + os.getpid()}, "socket": "{runtime}/gone.sock", "token": "x"}}'
+        json.dumps({"pid": gone.pid, "socket": str(left), "token": "x"})
     )
+    left.write_text("")
     client = await start(
         "visual-studio-code", [corpus], extra_args=("--attach", "--log-file", str(log))
     )
@@ -137,5 +142,6 @@ async def test_without_a_daemon_an_attach_window_serves_the_folder_itself(
         assert "attached to" not in log.read_text()
         record = json.loads(record_path(corpus, runtime).read_text())
         assert record["pid"] == pid_of(client)  # it offers the folder in turn
+        assert not left.exists()
     finally:
         await stop(client)

@@ -136,14 +136,15 @@ class Router:
     """The protocol's writer while windows can attach: each message goes where it
     belongs (:meth:`AttachPoint.route`)."""
 
-    def __init__(self, point: AttachPoint) -> None:
+    def __init__(self, point: AttachPoint, primary: Any) -> None:
         self._point = point
+        self._primary = primary
 
     def write(self, data: bytes) -> None:
         self._point.route(data)
 
     def close(self) -> None:
-        self._point._primary.close()
+        self._primary.close()
 
 
 class AttachPoint:
@@ -164,8 +165,11 @@ class AttachPoint:
     async def start(self) -> None:
         self._loop = asyncio.get_running_loop()
         make_private_folder(self.where)
-        with contextlib.suppress(FileNotFoundError):
-            self.socket_path.unlink()
+        for old_socket in self.where.glob("attach-*.sock"):  # of daemons that are gone
+            pid = old_socket.stem.removeprefix("attach-")
+            if old_socket == self.socket_path or (pid.isdigit() and not _alive(int(pid))):
+                with contextlib.suppress(OSError):
+                    old_socket.unlink()
         old = os.umask(0o177)
         try:
             self._server = await asyncio.start_unix_server(
@@ -174,7 +178,7 @@ class AttachPoint:
         finally:
             os.umask(old)
         self._primary = self.ls.protocol.writer
-        self.ls.protocol.set_writer(Router(self))  # every message passes through route()
+        self.ls.protocol.set_writer(Router(self, self._primary))  # messages pass route()
         log.info("windows can attach to this server (%s)", self.socket_path)
 
     def publish(self, roots: Iterable[Path]) -> None:
@@ -222,9 +226,9 @@ class AttachPoint:
         """Called for every message the protocol writes, on any thread."""
         if not self.clients:
             self._primary.write(data)
-        elif self._on_loop():
+        elif self._loop is None or self._on_loop():
             self._dispatch(data)
-        elif self._loop is not None:
+        else:  # attached windows' streams are the loop's
             self._loop.call_soon_threadsafe(self._dispatch, data)
 
     def _on_loop(self) -> bool:
