@@ -99,11 +99,11 @@ def record_path(folder: Path, where: Path | None = None) -> Path:
 
 def _alive(pid: int) -> bool:
     try:
-        os.kill(pid, 0)
+        os.kill(pid, 0)  # a signal of none: is there such a process?
     except ProcessLookupError:
         return False
-    except PermissionError:
-        return True
+    except PermissionError:  # there is, another user's
+        pass
     return True
 
 
