@@ -321,3 +321,39 @@ def test_history_lists_shows_deletes_and_clears_past_answers(tmp_path: Path) -> 
     assert "no past answers" in run("history", "--docs", str(docs)).stdout
     bad = run("history", "show", "--docs", str(docs), check=False)
     assert bad.returncode == 2 and "needs the answer's ID" in bad.stderr
+
+
+def test_index_on_a_folder_another_process_indexes_says_it_waits_and_for_whom(
+    tmp_path: Path,
+) -> None:
+    import fcntl
+    import select
+
+    docs = tmp_path / "docs"
+    write_files(docs, KITCHEN)
+    run("index", "--docs", str(docs))
+    (docs / "more.md").write_text("# More\n\nThe oven is preheated to 230 degrees.\n")
+    # The write lock a daemon holds while it indexes, with what it writes into it.
+    fd = os.open(docs / ".citeline" / "lock", os.O_RDWR)
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    os.pwrite(fd, f"pid {os.getpid()}: citeline serve".encode(), 0)
+    proc = subprocess.Popen(
+        [*CLI, "index", "--docs", str(docs)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stderr is not None
+        assert select.select([proc.stderr], [], [], 300)[0], "nothing said while it waits"
+        first = proc.stderr.readline()  # it says so while it waits, not after
+    finally:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        os.close(fd)
+    _, rest = proc.communicate(timeout=600)
+    assert proc.returncode == 0, rest
+    assert "waiting" in first and "waiting" not in rest  # one line
+    assert f"pid {os.getpid()}: citeline serve" in first and "is indexing" in first
+    assert "goes on when it has committed its batch" in first
+    status = json.loads(run("status", "--docs", str(docs), "--json").stdout)
+    assert status["files"] == len(KITCHEN) + 1

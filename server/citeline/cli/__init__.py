@@ -139,6 +139,13 @@ def _parser() -> argparse.ArgumentParser:
     )
     command.add_argument("--log-file", help="also write the log to this file")
     command.add_argument("--stdio", action="store_true", help="serve over stdio (the default)")
+    command.add_argument(
+        "--attach",
+        action="store_true",
+        help="one server per folder: attach to a running `serve --attach` that serves this"
+        " window's folders (no second model load), else serve them and let later windows"
+        " attach (stdio only)",
+    )
     store_options(command)
     command.set_defaults(run=commands.run_serve)
 

@@ -363,6 +363,7 @@ def run_serve(args: argparse.Namespace) -> int:
         verbose=args.verbose,
         token_file=args.token_file,
         settings=store_overrides(args),
+        attach=args.attach,
     )
 
 

@@ -37,6 +37,7 @@ from citeline.lsp import (
     transport,
 )
 from citeline.lsp import tcp as tcp_server
+from citeline.lsp.attach import AttachPoint, find_daemon, proxy, read_initialize, window_folders
 from citeline.lsp.diagnostics import DiagnosticsPublisher
 from citeline.lsp.logs import ClientLogHandler, configure_logging
 from citeline.lsp.progress import WorkDone
@@ -93,6 +94,8 @@ class CitelineServer(LanguageServer):
         self.status = StatusNotifier(self)
         self.diagnostics = DiagnosticsPublisher(self)
         self._log_handler: ClientLogHandler | None = None
+        # With ``serve --attach``: where later windows attach (``lsp/attach.py``).
+        self.attach_point: AttachPoint | None = None
         # Set by the transport: how `exit` ends it (with the process exit status).
         self.exit_requested: Callable[[int], None] = lambda code: None
 
@@ -118,6 +121,8 @@ class CitelineServer(LanguageServer):
 
     def status_changed(self, *, immediate: bool = False) -> None:
         self.status.changed(immediate=immediate)
+        if self.attach_point is not None:
+            self.attach_point.publish(folder.root for folder in self.service.folders)
 
     def file_errors_changed(self, folder: Folder) -> None:
         self.diagnostics.publish(folder)
@@ -186,9 +191,12 @@ def serve(
     verbose: bool,
     token_file: str | None = None,
     settings: dict[str, Any] | None = None,
+    attach: bool = False,
 ) -> int:
     """Run the language server until the client exits; the process exit status.
-    ``settings`` (``--store``, ``--collection``) apply to every folder, over the editor's."""
+    ``settings`` (``--store``, ``--collection``) apply to every folder, over the editor's.
+    ``attach`` (stdio only): attach to a daemon already serving the window's folders,
+    else serve them and let later windows attach (``lsp/attach.py``)."""
     configure_logging(log_file, verbose)
     try:
         address = tcp_server.parse_tcp(tcp) if tcp else None
@@ -196,7 +204,17 @@ def serve(
         log.error("%s", exc)
         return 2
     streams = None if address else protocol_streams()
+    prefix = b""
+    if attach and streams is not None:
+        prefix, initialize = read_initialize(streams[0])
+        record = initialize and find_daemon(window_folders(initialize, docs))
+        if initialize is not None and record:
+            code = proxy(initialize, record, *streams)
+            if code is not None:
+                return code
     ls = build_server(docs)
+    if attach and streams is not None:
+        ls.attach_point = AttachPoint(ls)
     ls.service.folders.command_line = dict(settings or {})
     log.info(
         "citeline %s serving %s", __version__, f"{address[0]}:{address[1]}" if address else "stdio"
@@ -211,7 +229,7 @@ def serve(
                 log.error("cannot serve on %s:%d: %s", *address, exc.strerror or exc)
                 return 2
         assert streams is not None
-        return transport.serve_stdio(ls, *streams)
+        return transport.serve_stdio(ls, *streams, prefix)
     finally:
         ls.detach_client_log()
         ls.stop_workers()

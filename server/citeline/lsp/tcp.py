@@ -83,18 +83,23 @@ def token_folder(cache_dir: Path) -> Path:
     return cache_dir / "run"
 
 
+def make_private_folder(folder: Path) -> None:
+    """Make ``folder`` (and its parents) if needed: it must be the user's, mode 0700."""
+    folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+    info = folder.stat()
+    if info.st_uid != os.getuid():
+        raise OSError(f"{folder} belongs to another user")
+    if stat.S_IMODE(info.st_mode) & 0o077:
+        folder.chmod(0o700)
+
+
 def write_token(path: Path, token: str, *, private_folder: bool = True) -> None:
     """Write ``token`` to ``path``, readable by the user only (mode 0600, never through a
     symlink).  With ``private_folder`` (the default place), the folder is the user's
     and 0700 too; a folder the user named (``--token-file``) is left as it is."""
     folder = path.parent
     if private_folder:
-        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
-        info = folder.stat()
-        if info.st_uid != os.getuid():
-            raise OSError(f"{folder} belongs to another user")
-        if stat.S_IMODE(info.st_mode) & 0o077:
-            folder.chmod(0o700)
+        make_private_folder(folder)
     else:
         folder.mkdir(mode=0o700, parents=True, exist_ok=True)
     with contextlib.suppress(FileNotFoundError):
@@ -124,6 +129,27 @@ def _strip_token(params: dict[str, Any]) -> None:
         inner = options.get("citeline")
         if isinstance(inner, dict):
             inner.pop("token", None)
+
+
+def authenticate(first: Frame | None, token: str) -> dict[str, Any] | tuple[Any, int, str]:
+    """A connection's first frame checked against ``token``: the initialize message
+    (token removed), or (id, code, why it is refused)."""
+    if not isinstance(first, Body):
+        return None, UNAUTHORIZED, "the first message must be initialize with the token"
+    try:
+        data = json.loads(first.data)
+    except (ValueError, RecursionError):
+        return None, UNAUTHORIZED, "the first message must be initialize with the token"
+    msg_id = data.get("id") if isinstance(data, dict) and valid_id(data.get("id")) else None
+    if not isinstance(data, dict) or data.get("method") != "initialize":
+        return msg_id, UNAUTHORIZED, "the first message must be initialize with the token"
+    given = token_from(data.get("params"))
+    if given is None:
+        return msg_id, UNAUTHORIZED, "initialize carries no token (initializationOptions.token)"
+    if not hmac.compare_digest(given.encode("utf-8", "replace"), token.encode()):
+        return msg_id, UNAUTHORIZED, "wrong token"
+    _strip_token(data["params"])
+    return data
 
 
 class TcpServer:
@@ -200,44 +226,25 @@ class TcpServer:
         self.waiting[writer] = None
         parser = FrameParser(max_body=AUTH_MAX_BYTES)
         try:
-            first = await asyncio.wait_for(_first_frame(reader, parser), AUTH_TIMEOUT)
+            first = await asyncio.wait_for(first_frame(reader, parser), AUTH_TIMEOUT)
         except (TimeoutError, ConnectionError, asyncio.IncompleteReadError):
             first = None
         finally:
             self.waiting.pop(writer, None)
-        verdict = self._authenticate(first)
+        verdict = authenticate(first, self.token)
         if isinstance(verdict, tuple):
             msg_id, code, message = verdict
             log.warning("refused a connection from %s: %s", peer, message)
-            _send_error(writer, msg_id, code, message)
-            await _close(writer)
+            send_error(writer, msg_id, code, message)
+            await close_connection(writer)
             return
         if self.active is not None:
             message = "Citeline is serving another client on this port (one client at a time)"
             log.warning("refused a second client from %s: another client is connected", peer)
-            _send_error(writer, verdict.get("id"), BUSY, message)
-            await _close(writer)
+            send_error(writer, verdict.get("id"), BUSY, message)
+            await close_connection(writer)
             return
         await self._session(reader, writer, parser, verdict, peer)
-
-    def _authenticate(self, first: Frame | None) -> dict[str, Any] | tuple[Any, int, str]:
-        """The initialize message (token removed), or (id, code, why it is refused)."""
-        if not isinstance(first, Body):
-            return None, UNAUTHORIZED, "the first message must be initialize with the token"
-        try:
-            data = json.loads(first.data)
-        except (ValueError, RecursionError):
-            return None, UNAUTHORIZED, "the first message must be initialize with the token"
-        msg_id = data.get("id") if isinstance(data, dict) and valid_id(data.get("id")) else None
-        if not isinstance(data, dict) or data.get("method") != "initialize":
-            return msg_id, UNAUTHORIZED, "the first message must be initialize with the token"
-        given = token_from(data.get("params"))
-        if given is None:
-            return msg_id, UNAUTHORIZED, "initialize carries no token (initializationOptions.token)"
-        if not hmac.compare_digest(given.encode("utf-8", "replace"), self.token.encode()):
-            return msg_id, UNAUTHORIZED, "wrong token"
-        _strip_token(data["params"])
-        return data
 
     async def _session(
         self,
@@ -270,10 +277,10 @@ class TcpServer:
             protocol.new_session()
             self.ls.client_gone()
             log.info("client %s disconnected; still listening", peer)
-            await _close(writer)
+            await close_connection(writer)
 
 
-async def _first_frame(reader: asyncio.StreamReader, parser: FrameParser) -> Frame | None:
+async def first_frame(reader: asyncio.StreamReader, parser: FrameParser) -> Frame | None:
     while True:
         data = await reader.read(READ_CHUNK)
         if not data:
@@ -283,7 +290,7 @@ async def _first_frame(reader: asyncio.StreamReader, parser: FrameParser) -> Fra
             return frames[0]
 
 
-def _send_error(writer: asyncio.StreamWriter, msg_id: Any, code: int, message: str) -> None:
+def send_error(writer: asyncio.StreamWriter, msg_id: Any, code: int, message: str) -> None:
     body = json.dumps(
         {"jsonrpc": "2.0", "id": msg_id, "error": {"code": code, "message": message}}
     ).encode()
@@ -291,7 +298,7 @@ def _send_error(writer: asyncio.StreamWriter, msg_id: Any, code: int, message: s
         writer.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
 
 
-async def _close(writer: asyncio.StreamWriter) -> None:
+async def close_connection(writer: asyncio.StreamWriter) -> None:
     with contextlib.suppress(ConnectionError, RuntimeError, OSError):
         await asyncio.wait_for(writer.drain(), 5)
     writer.close()

@@ -102,12 +102,16 @@ def stop_on_sigterm(exit_: Exit) -> None:
         asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop)
 
 
-def serve_stdio(ls: CitelineServer, stdin: IO[bytes], stdout: IO[bytes]) -> int:
-    """Serve one client over stdin/stdout; the exit status (0 after shutdown and exit)."""
-    return asyncio.run(_stdio(ls, stdin, stdout))
+def serve_stdio(
+    ls: CitelineServer, stdin: IO[bytes], stdout: IO[bytes], prefix: bytes = b""
+) -> int:
+    """Serve one client over stdin/stdout; the exit status (0 after shutdown and exit).
+    ``prefix``: what was read from stdin already (``--attach`` reads the first message);
+    with ``ls.attach_point``, later windows can attach (``lsp/attach.py``)."""
+    return asyncio.run(_stdio(ls, stdin, stdout, prefix))
 
 
-async def _stdio(ls: CitelineServer, stdin: IO[bytes], stdout: IO[bytes]) -> int:
+async def _stdio(ls: CitelineServer, stdin: IO[bytes], stdout: IO[bytes], prefix: bytes) -> int:
     loop = asyncio.get_running_loop()
     exit_ = Exit()
     ls.exit_requested = exit_.request
@@ -115,6 +119,12 @@ async def _stdio(ls: CitelineServer, stdin: IO[bytes], stdout: IO[bytes]) -> int
     frames: asyncio.Queue[Frame | None] = asyncio.Queue()
     room = threading.Semaphore(BACKLOG_FRAMES)
     ls.protocol.set_writer(PipeWriter(stdout))
+    if ls.attach_point is not None:
+        try:
+            await ls.attach_point.start()
+        except OSError as exc:
+            log.warning("other windows cannot attach to this server: %s", exc)
+            ls.attach_point = None
 
     def read() -> None:  # its own thread: a blocking read never stalls the loop
         parser = FrameParser()
@@ -123,13 +133,15 @@ async def _stdio(ls: CitelineServer, stdin: IO[bytes], stdout: IO[bytes]) -> int
             fd = stdin.fileno()  # unbuffered: a daemon thread blocked in a buffered
             read1 = partial(os.read, fd)  # read would abort the interpreter at exit
         try:
+            data = prefix
             while True:
-                data = read1(READ_CHUNK)
+                data = data or read1(READ_CHUNK)
                 if not data:
                     break
                 for frame in parser.feed(data):
                     room.acquire()
                     loop.call_soon_threadsafe(frames.put_nowait, frame)
+                data = b""
         except (OSError, ValueError) as exc:
             log.info("stdin: %s", exc)
         finally:
@@ -157,6 +169,8 @@ async def _stdio(ls: CitelineServer, stdin: IO[bytes], stdout: IO[bytes]) -> int
         log.error("the client is gone (stdout closed)")
     finally:
         waiting_exit.cancel()
+        if ls.attach_point is not None:
+            ls.attach_point.stop()
     if exit_.code is not None:
         return exit_.code
     return 0 if ls.protocol._shutdown else 1

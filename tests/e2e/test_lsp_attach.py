@@ -1,0 +1,147 @@
+"""Several windows, one daemon (`citeline serve --attach`, lsp/attach.py): real
+`citeline serve` processes over stdio, each driven by a real LSP client.  The first
+serves the folder; later ones attach to it: their searches, asks and status are
+answered by it, they load no model, and when it ends they say so and exit."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from lsp_harness import (
+    ASK_TIMEOUT,
+    CitelineClient,
+    make_corpus,
+    request,
+    start,
+    stop,
+    wait_ready,
+    wait_until,
+)
+
+from citeline.lsp.attach import record_path
+
+SUN = "How many hours of sun do tomatoes need?"
+
+
+def rss_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    raise AssertionError("no VmRSS")
+
+
+def pid_of(client: CitelineClient) -> int:
+    assert client._server is not None
+    return client._server.pid
+
+
+async def exit_status(client: CitelineClient, timeout: float) -> int | None:
+    assert client._server is not None
+    return await asyncio.wait_for(client._server.wait(), timeout)
+
+
+@pytest.fixture
+def runtime(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A private runtime folder: records and sockets of this test only."""
+    folder = tmp_path / "run"
+    folder.mkdir(mode=0o700)
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(folder))
+    return folder / "citeline"
+
+
+async def test_a_second_window_attaches_is_answered_and_ends_with_its_daemon(
+    tmp_path: Path, runtime: Path
+) -> None:
+    corpus = make_corpus(tmp_path / "notes")
+    logs = [tmp_path / f"window{n}.log" for n in range(3)]
+    owner = await start(
+        "visual-studio-code", [corpus], extra_args=("--attach", "--log-file", str(logs[0]))
+    )
+    try:
+        await wait_ready(owner, corpus)
+        await wait_until(
+            owner, lambda: record_path(corpus, runtime).exists(), 30, "the folder offered"
+        )
+        assert record_path(corpus, runtime).stat().st_mode & 0o777 == 0o600
+
+        second = await start(
+            "visual-studio-code", [corpus], extra_args=("--attach", "--log-file", str(logs[1]))
+        )
+        # Status, search and ask, answered by the first window's daemon.
+        status = await asyncio.wait_for(request(second, "citeline/status", {}), 60)
+        assert [f["uri"] for f in status["folders"]] == [corpus.as_uri()]
+        assert status["folders"][0]["state"] == "ready"
+        found = await asyncio.wait_for(
+            request(second, "citeline/search", {"query": "tomato sun"}), 60
+        )
+        assert found["hits"] and found["hits"][0]["path"] == "garden.md"
+        token = "attached-ask"
+        answer = await asyncio.wait_for(
+            request(second, "citeline/ask", {"question": SUN, "partialResultToken": token}),
+            ASK_TIMEOUT,
+        )
+        assert "six hours" in answer["answer"]
+        assert second.deltas[token] == [answer["answer"]]  # its stream reached it, not the
+        assert token not in owner.deltas  # first window
+        # The model was loaded once: the attached server is a thin copy of bytes.
+        log1 = logs[1].read_text()
+        assert f"attached to the server with pid {pid_of(owner)}" in log1
+        assert "serving stdio" not in log1  # it never built a server of its own
+        owner_rss, second_rss = rss_mb(pid_of(owner)), rss_mb(pid_of(second))
+        assert second_rss < owner_rss / 2, (owner_rss, second_rss)
+        # The attached window leaves cleanly; the daemon and its own window go on.
+        await stop(second)
+        assert await exit_status(second, 30) == 0
+        again = await asyncio.wait_for(
+            request(owner, "citeline/search", {"query": "bread dough"}), 60
+        )
+        assert again["hits"][0]["path"] == "kitchen.md"
+
+        third = await start(
+            "visual-studio-code", [corpus], extra_args=("--attach", "--log-file", str(logs[2]))
+        )
+        await asyncio.wait_for(request(third, "citeline/status", {}), 60)
+    finally:
+        await stop(owner)
+    # The daemon ended: the attached server says so in one line and exits.
+    assert await exit_status(third, 60) == 1
+    await third.stop()
+    ended = [line for line in logs[2].read_text().splitlines() if "has ended" in line]
+    assert len(ended) == 1 and str(corpus) in ended[0]
+    assert "Traceback" not in "".join(log.read_text() for log in logs)
+    assert not record_path(corpus, runtime).exists()  # the daemon withdrew its offer
+    assert not any(runtime.glob("attach-*.sock"))
+
+
+async def test_without_a_daemon_an_attach_window_serves_the_folder_itself(
+    tmp_path: Path, runtime: Path
+) -> None:
+    corpus = make_corpus(tmp_path / "notes")
+    log = tmp_path / "window.log"
+    # What a daemon killed with -9 leaves: its record (not used) and its socket (removed).
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    runtime.mkdir(mode=0o700)
+    left = runtime / f"attach-{gone.pid}.sock"
+    record_path(corpus, runtime).write_text(
+        json.dumps({"pid": gone.pid, "socket": str(left), "token": "x"})
+    )
+    left.write_text("")
+    client = await start(
+        "visual-studio-code", [corpus], extra_args=("--attach", "--log-file", str(log))
+    )
+    try:
+        await wait_ready(client, corpus)
+        found = await asyncio.wait_for(request(client, "citeline/search", {"query": "jupiter"}), 60)
+        assert found["hits"][0]["path"] == "astronomy.md"
+        assert "attached to" not in log.read_text()
+        record = json.loads(record_path(corpus, runtime).read_text())
+        assert record["pid"] == pid_of(client)  # it offers the folder in turn
+        assert not left.exists()
+    finally:
+        await stop(client)
