@@ -255,7 +255,9 @@ class Method:
     result: type[Any]
 
     def param_names(self) -> frozenset[str]:
-        return frozenset(self.params.__annotations__) if self.params else frozenset()
+        if self.params is None:
+            return frozenset()
+        return frozenset(self.params.__required_keys__ | self.params.__optional_keys__)
 
 
 ASK = Method("citeline/ask", AskParams, Answer)
