@@ -26,6 +26,7 @@ from citeline.core.documents import Chunk, Hit
 from citeline.core.ingest import IngestReport
 from citeline.lsp.commands import register as register_commands
 from citeline.lsp.convert import answer_json, located
+from citeline.service import workspace
 from citeline.service.selection import Unserved
 from citeline.service.status import FolderStatus
 from conftest import REPO
@@ -265,6 +266,11 @@ def test_the_answer_vocabulary_is_the_cores() -> None:
     assert wire.mode_label("generative", None) == "Written by the model, checked against sources"
     assert wire.model_name("C:\\models\\Tiny.GGUF") == "Tiny"
     assert wire.local_copy_note("same") is None
+
+
+def test_local_copy_is_the_services_verdicts() -> None:
+    # the service compares the files (service/workspace.py); the wire names its verdicts
+    assert set(typing.get_args(workspace.LocalCopy)) == {c.value for c in wire.LocalCopy}
 
 
 def test_the_method_table_gives_each_handler_its_params() -> None:
