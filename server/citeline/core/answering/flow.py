@@ -55,7 +55,7 @@ from citeline.core.answering.settings import EXTRACTIVE, GENERATIVE, AnswerSetti
 from citeline.core.answering.verification import Verified, VerifySettings, verify
 from citeline.core.documents import Hit
 from citeline.core.generation import Generator
-from citeline.core.scripts import CJK_LANGUAGES, detect_language
+from citeline.core.scripts import detect_language, is_cjk_question
 
 __all__ = ["EXTRACTIVE", "GENERATIVE", "AskContext", "ask"]
 
@@ -152,7 +152,7 @@ class _Ask:
 def ask(question: str, ctx: AskContext) -> Answer:
     settings = ctx.settings
     language = detect_language(question)
-    cjk = language in CJK_LANGUAGES
+    cjk = is_cjk_question(question)
     state = _Ask(question, ctx, language, ctx.clock())
     state.hits = ctx.retrieve(question, settings.candidates)
     state.timings = {"retrieval": state.elapsed(), "first_text": None}
