@@ -267,6 +267,39 @@ def test_every_field_refuses_every_bad_value_with_one_warning_and_the_default(
     assert checked > 300
 
 
+def _toml(value: object) -> str:
+    """``value`` as a TOML value (the kinds ``_bad_values`` makes)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float) and value != value:
+        return "nan"
+    if isinstance(value, float) and value in (float("inf"), -float("inf")):
+        return "inf" if value > 0 else "-inf"
+    if isinstance(value, dict):
+        return "{ " + ", ".join(f"{k} = {_toml(v)}" for k, v in value.items()) + " }"
+    if isinstance(value, list):
+        return "[" + ", ".join(_toml(v) for v in value) + "]"
+    return json.dumps(value)
+
+
+def test_every_field_in_the_file_refuses_every_bad_value_with_one_warning_and_the_default(
+    tmp_path: Path,
+) -> None:
+    defaults = Settings()
+    checked = 0
+    for section, name, kind in _every_field():
+        where = f"{section}.{name}"
+        for value in _bad_values(where, kind):
+            (tmp_path / "citeline.toml").write_text(f"[{section}]\n{name} = {_toml(value)}\n")
+            settings, warnings = load_settings(tmp_path)
+            assert len(warnings) == 1, (where, value, warnings)
+            assert warnings[0].startswith("citeline.toml: ") and where in warnings[0]
+            got = getattr(getattr(settings, section), name)
+            assert got == getattr(getattr(defaults, section), name), (where, value, got)
+            checked += 1
+    assert checked > 150
+
+
 def test_nan_and_out_of_range_numbers_in_the_file_are_refused(tmp_path: Path) -> None:
     (tmp_path / "citeline.toml").write_text(
         "[index]\nmax_file_mb = nan\n[search]\ntop_k = 0\n[generation]\ncontext_size = 32768\n"

@@ -298,9 +298,8 @@ Its lines may then say something else: the passage is shown instead."
       (let ((inhibit-read-only t))
         (erase-buffer)
         (insert (citeline--location item) "\n")
-        (insert (if (equal (plist-get item :local_copy) "missing")
-                    "(not in your copy of the documents"
-                  "(your copy of this file differs from the indexed one")
+        (insert "(" (or (citeline--string (plist-get item :local_copy_note))
+                        (plist-get item :local_copy))
                 "; the passage as the team index holds it)\n\n")
         (insert (if (stringp text) text "") "\n")
         (goto-char (point-min)))
@@ -407,51 +406,23 @@ differs from the indexed one."
 
 ;;;; Labels
 
-(defconst citeline--fallback-notes
-  '(("unsupported" . "the model's answer was not supported by the sources; showing the documents' own sentences")
-    ("timeout" . "the model took too long; showing the documents' own sentences")
-    ("cancelled" . "the model was stopped; showing the documents' own sentences")
-    ("context" . "the sources did not fit in the model's context; showing the documents' own sentences"))
-  "Why a generative ask answered with the documents' own sentences, by `fallback'.")
-
 (defun citeline--string (value)
   "VALUE when it is a non-empty string (JSON null arrives as :null or nil)."
   (and (stringp value) (not (string-empty-p value)) value))
 
-(defun citeline--model-name (model)
-  "MODEL's file name without its folder and .gguf, or nil."
-  (when (and (stringp model) (not (string-empty-p model)))
-    (let ((name (replace-regexp-in-string "\\.gguf\\'" "" (file-name-nondirectory model) nil nil)))
-      (unless (string-empty-p name) name))))
-
-(defun citeline-answer-label (answer &optional model)
-  "The label saying how ANSWER was made; nil for a refusal.
-MODEL names the generation model (`citeline/status' models.generation)."
-  (let ((mode (plist-get answer :mode))
-        (reason (or (citeline--string (plist-get answer :fallback))
-                    (citeline--string (plist-get answer :degraded)))))
-    (cond ((eq (plist-get answer :refused) t) nil)
-          ((equal mode "generative")
-           (format "Written by %s, checked against sources"
-                   (or (citeline--model-name model) "the model")))
-          ((equal mode "extractive")
-           (if reason
-               (concat "Quoted from your documents · "
-                       (or (cdr (assoc reason citeline--fallback-notes))
-                           (format "the model's answer was not used (%s); showing the documents' own sentences" reason)))
-             "Quoted from your documents")))))
+(defun citeline-answer-label (answer)
+  "The label saying how ANSWER was made, as the server words it; nil for a refusal.
+The server's `mode_label', then ` · ' and its `fallback_note' after a fallback."
+  (let ((label (citeline--string (plist-get answer :mode_label)))
+        (note (citeline--string (plist-get answer :fallback_note))))
+    (unless (or (eq (plist-get answer :refused) t) (null label))
+      (if note (concat label " · " note) label))))
 
 (defun citeline-grade-label (answer)
   "The server's grade text for ANSWER, shown verbatim (nil without a grade)."
   (citeline--string (plist-get answer :grade_label)))
 
 ;;;; Copy
-
-(defconst citeline--grade-labels
-  '(("answer" . "Answer")
-    ("closest" . "Closest passages — they may not answer the question")
-    ("refused" . "Not found in the documents"))
-  "The grade labels of a server that sends a grade without its label.")
 
 (defun citeline--citation-link (item)
   "The link ITEM opens: file#L12, file#L12-L14, or the PDF at its page."
@@ -479,8 +450,7 @@ MODEL names the generation model (`citeline/status' models.generation)."
 was asked (a history entry), the grade when it is not a plain answer, the text
 with its [n] markers, and the sources as file:line / page links (a refusal:
 the nearest passages)."
-  (let* ((grade (or (citeline-grade-label answer)
-                    (cdr (assoc (plist-get answer :grade) citeline--grade-labels))))
+  (let* ((grade (citeline-grade-label answer))
          (time (citeline--string (plist-get answer :time)))
          (out (list (concat "## " (string-trim (replace-regexp-in-string
                                                  "[ \t\n\r]+" " " (or (plist-get answer :question) ""))))
@@ -494,7 +464,7 @@ the nearest passages)."
         (let ((hits (seq-take (plist-get answer :hits) 3)))
           (setq out (append out (list (replace-regexp-in-string
                                        "\\.\\.\\*\\*\\'" ".**"
-                                       (format "**%s.**" (or grade "Not found in the documents")))
+                                       (format "**%s.**" (or grade (plist-get answer :grade))))
                                       "")))
           (when (> (length hits) 0)
             (setq out (append out '("Nearest passages:" "")
@@ -554,9 +524,8 @@ Above a final answer: the server's grade label, then how it was made."
       (if (null answer)
           (insert (if (and text (not (string-empty-p text))) text "Searching the documents…") "\n")
         (let* ((citations (plist-get answer :citations))
-               (model (plist-get (plist-get citeline-last-status :models) :generation))
                (grade (citeline-grade-label answer))
-               (label (citeline-answer-label answer model))
+               (label (citeline-answer-label answer))
                (time (citeline--string (plist-get answer :time))))
           (when grade
             (insert (propertize grade 'face 'bold) "\n"))

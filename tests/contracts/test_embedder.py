@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from citeline.backends.llama.embedder import LlamaEmbedder
 from citeline.core.embedding import Embedder
 from memory import HashingEmbedder
 
@@ -20,6 +21,7 @@ DOCUMENTS = [
 def embedder(request: pytest.FixtureRequest) -> Embedder:
     if request.param == "llama":
         real: Embedder = request.getfixturevalue("real_embedder")
+        assert isinstance(real, LlamaEmbedder)  # the implementation the product uses
         return real
     return HashingEmbedder()
 

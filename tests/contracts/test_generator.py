@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from citeline.backends.llama.generator import LlamaGenerator
 from citeline.core.generation import Generator
 from memory import ScriptedGenerator
 
@@ -18,6 +19,7 @@ MESSAGES = [
 def generator(request: pytest.FixtureRequest) -> Generator:
     if request.param == "llama":
         real: Generator = request.getfixturevalue("real_generator")
+        assert isinstance(real, LlamaGenerator)  # the implementation the product uses
         return real
     return ScriptedGenerator()
 

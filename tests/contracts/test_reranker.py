@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from citeline.backends.llama.reranker import LlamaReranker
 from citeline.core.reranking import Reranker
 from memory import OverlapReranker
 
@@ -25,6 +26,7 @@ PASSAGES = [
 def reranker(request: pytest.FixtureRequest) -> Reranker:
     if request.param == "llama":
         real: Reranker = request.getfixturevalue("real_reranker")
+        assert isinstance(real, LlamaReranker)  # the implementation the product uses
         return real
     return OverlapReranker()
 

@@ -138,6 +138,7 @@ def test_emacs_shows_the_indexed_passage_when_the_local_copy_differs(tmp_path: P
     item = (
         '(list :n 1 :path "garden.md" :page nil :start_line 12 :end_line 13'
         ' :uri "file:///nowhere/garden.md" :local_copy "differs"'
+        ' :local_copy_note "your copy of this file differs from the indexed one"'
         ' :text "Marigolds keep aphids away.\\nPlant them early.")'
     )
     program = (
@@ -153,7 +154,7 @@ def test_emacs_shows_the_indexed_passage_when_the_local_copy_differs(tmp_path: P
     assert out.exists(), completed.stderr
     shown = out.read_text().splitlines()
     assert shown[0] == "garden.md:12-13"
-    assert "differs from the indexed one" in shown[1]
+    assert shown[1].startswith("(your copy of this file differs from the indexed one; ")
     assert shown[3:] == ["Marigolds keep aphids away.", "Plant them early."]
 
 
@@ -383,6 +384,7 @@ GRADED = [
         "question": "How do I make it ignore a folder?",
         "answer": "Citeline skips hidden folders. [1]",
         "mode": "extractive",
+        "mode_label": QUOTED_LABEL,
         "grade": "closest",
         "grade_label": "Closest passages — they may not answer the question",
         "refused": False,

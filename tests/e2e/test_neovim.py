@@ -182,6 +182,7 @@ PASSAGE_ITEM = {
     "uri": "file:///nowhere/garden.md",
     "range": {"start": {"line": 11, "character": 0}, "end": {"line": 13, "character": 0}},
     "local_copy": "differs",
+    "local_copy_note": "your copy of this file differs from the indexed one",
     "text": "Marigolds keep aphids away.\nPlant them early.",
 }
 
@@ -231,10 +232,11 @@ def test_neovim_shows_the_indexed_passage_when_the_local_copy_differs(tmp_path: 
     )
     result = json.loads(out.read_text())
     assert result["shown"][0] == "garden.md:12-13"
-    assert "differs" in result["shown"][1]
+    assert result["shown"][1].startswith(f"({PASSAGE_ITEM['local_copy_note']}; ")
     assert result["shown"][3:] == ["Marigolds keep aphids away.", "Plant them early."]
     assert result["name"].startswith("citeline://passage/garden.md")
-    assert result["qf_is_passage"] and "your copy differs" in result["qf_text"]
+    assert result["qf_is_passage"]
+    assert result["qf_text"].endswith(f"({PASSAGE_ITEM['local_copy_note']}: the indexed passage)")
 
 
 GRADE_SCRIPT = """
@@ -249,16 +251,18 @@ vim.fn.writefile({ vim.fn.json_encode(out) }, vim.env.CITELINE_TEST_OUT)
 vim.cmd("qall!")
 """
 
+PASSAGE_ONLY = ("local_copy", "local_copy_note", "text")
 CLOSEST_ANSWER = {
     "question": "How do I make it ignore a folder?",
     "answer": "Citeline skips hidden folders. [1]",
     "mode": "extractive",
+    "mode_label": QUOTED_LABEL,
     "grade": "closest",
     "grade_label": "Closest passages — they may not answer the question",
     "refused": False,
     "citations": [
         {
-            **{k: v for k, v in PASSAGE_ITEM.items() if k not in ("local_copy", "text")},
+            **{k: v for k, v in PASSAGE_ITEM.items() if k not in PASSAGE_ONLY},
             "start_line": 12,
             "end_line": 12,
             "local_copy": "same",

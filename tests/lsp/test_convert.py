@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from citeline import wire
 from citeline.lsp.convert import (
     answer_json,
     hover_markdown,
@@ -99,7 +100,25 @@ def test_a_differing_local_copy_carries_the_passage_and_hover_does_not_jump() ->
     assert out["hits"][0]["local_copy"] == "differs"
     shown = located({**hit(), "text": "Indexed passage."}, ROOT, "f", "missing")
     assert link_target(shown) == "file:///home/me/notes/guide/getting%20started.md"
-    assert "differs from the indexed one" in hover_markdown([shown])
+    assert "(not in your copy of the documents)" in hover_markdown([shown])
+    assert out["hits"][0]["local_copy_note"] == wire.LOCAL_COPY_NOTES[wire.LocalCopy.DIFFERS]
+    assert "(your copy of this file differs from the indexed one)" in hover_markdown(out["hits"])
+
+
+def test_answer_json_carries_the_texts_clients_show() -> None:
+    answer = {"question": "q", "answer": "a", "citations": [], "hits": []}
+    quoted = answer_json({**answer, "mode": "extractive"}, ROOT, "f")
+    assert quoted["mode_label"] == "Quoted from your documents"
+    assert quoted["fallback_note"] is None
+    fell_back = answer_json(
+        {**answer, "mode": "extractive", "fallback": "context", "model": "/m/qwen.gguf"}, ROOT, "f"
+    )
+    assert fell_back["fallback_note"] == wire.FALLBACK_NOTES[wire.Fallback.CONTEXT]
+    generated = {**answer, "mode": "generative", "model": "/m/Qwen2.5-3B.gguf"}
+    written = answer_json(generated, ROOT, "f")
+    assert written["mode_label"] == "Written by Qwen2.5-3B, checked against sources"
+    refused = answer_json({**answer, "mode": None, "refused": True}, ROOT, "f")
+    assert refused["mode_label"] is None and refused["fallback_note"] is None
 
 
 def test_hover_markdown_links_to_lines_and_pages() -> None:

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from citeline.app import ModelPool
 from citeline.lsp.framing import Body, FrameParser, Skipped, deliver, handle_frame
 from citeline.lsp.server import CitelineServer, build_server
 from recording import JsonCapture
@@ -49,7 +50,7 @@ def test_junk_is_skipped_up_to_the_next_header_once() -> None:
 
 @pytest.fixture()
 def served() -> Iterator[tuple[CitelineServer, JsonCapture]]:
-    ls = build_server()
+    ls = build_server(backends=ModelPool())
     capture = JsonCapture()
     ls.protocol.set_writer(capture)
     yield ls, capture

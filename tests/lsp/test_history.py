@@ -26,8 +26,9 @@ async def test_past_answers_are_listed_shown_and_deleted(served: Served) -> None
     newest, oldest = listed["entries"]
     assert newest["folder"] == served.garden.as_uri()
     assert oldest["folder"] == served.kitchen.as_uri() and oldest["question"] == COFFEE
-    keys = {"id", "time", "folder", "question", "grade", "mode", "preview", "sources"}
-    assert set(oldest) == keys
+    keys = {"id", "time", "folder", "question", "grade", "grade_label", "mode", "preview"}
+    assert set(oldest) == keys | {"sources"}
+    assert oldest["grade_label"] == given["grade_label"]
     assert oldest["sources"] == len(given["citations"]) and oldest["time"].endswith("Z")
     only = await history({"folder": served.kitchen.as_uri(), "query": "coffee", "limit": 1})
     assert [e["id"] for e in only["entries"]] == [oldest["id"]] and only["total"] == 1

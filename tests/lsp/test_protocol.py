@@ -8,6 +8,7 @@ from typing import Any
 
 from lsprotocol import types
 
+from citeline.app import ModelPool
 from citeline.lsp.protocol import Rejected
 from citeline.lsp.server import build_server
 from recording import JsonCapture
@@ -18,7 +19,7 @@ def parse(protocol: Any, message: dict[str, Any]) -> Any:
 
 
 def test_malformed_params_of_a_standard_request_get_an_invalid_params_response() -> None:
-    ls = build_server()
+    ls = build_server(backends=ModelPool())
     capture = JsonCapture()
     ls.protocol.set_writer(capture)
     message = parse(
@@ -40,7 +41,7 @@ def test_malformed_params_of_a_standard_request_get_an_invalid_params_response()
 
 
 def test_hover_extension_field_is_kept_for_the_handler() -> None:
-    ls = build_server()
+    ls = build_server(backends=ModelPool())
     message = parse(
         ls.protocol,
         {
@@ -60,7 +61,7 @@ def test_hover_extension_field_is_kept_for_the_handler() -> None:
 
 
 def test_custom_request_params_stay_plain_json() -> None:
-    ls = build_server()
+    ls = build_server(backends=ModelPool())
     message = parse(
         ls.protocol,
         {"jsonrpc": "2.0", "id": 1, "method": "citeline/ask", "params": {"question": "q?"}},
@@ -70,7 +71,7 @@ def test_custom_request_params_stay_plain_json() -> None:
 
 
 def test_a_cancel_for_any_id_is_harmless() -> None:
-    ls = build_server()
+    ls = build_server(backends=ModelPool())
     for msg_id in ([1], {"a": 1}, None, True, 1.5, "unknown", 7):
         ls.protocol._handle_cancel_notification(msg_id)
     ls.service.stop(5)

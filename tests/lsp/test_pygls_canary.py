@@ -97,9 +97,10 @@ def test_pygls_internals_are_those_the_overrides_were_written_against() -> None:
 def test_pygls_attributes_protocol_py_reads_still_exist() -> None:
     from pygls.lsp.server import LanguageServer
 
+    from citeline.app import ModelPool
     from citeline.lsp.server import build_server
 
-    server = build_server()
+    server = build_server(backends=ModelPool())
     assert isinstance(server, LanguageServer)
     instance = server.protocol
     assert isinstance(instance, CitelineProtocol) and isinstance(instance, LanguageServerProtocol)

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from citeline.app import ModelPool
 from citeline.lsp.server import build_server, default_token_file
 
 
 def test_exit_goes_to_the_transport_and_a_client_can_leave() -> None:
-    ls = build_server()
+    ls = build_server(backends=ModelPool())
     codes: list[int] = []
     ls.exit_requested = codes.append
     ls.request_exit(0)

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from citeline.app import ModelPool
 from citeline.lsp import tcp as transport
 from citeline.lsp.server import build_server
 from wire import Peer
@@ -40,7 +41,7 @@ def test_the_token_is_found_where_clients_put_it() -> None:
 
 class TcpRun:
     def __init__(self, tmp_path: Path) -> None:
-        self.ls = build_server()
+        self.ls = build_server(backends=ModelPool())
         self.server = transport.TcpServer(
             self.ls, "127.0.0.1", 0, tmp_path / "tokens" / "tcp-{port}.token"
         )

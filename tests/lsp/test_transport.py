@@ -8,6 +8,7 @@ import threading
 import time
 from typing import Any
 
+from citeline.app import ModelPool
 from citeline.lsp import transport
 from citeline.lsp.server import build_server
 from wire import frame
@@ -23,7 +24,7 @@ def _message(method: str, msg_id: int | None = None, params: Any = None) -> byte
 
 
 def _serve(shutdown_first: bool) -> int:
-    ls = build_server()
+    ls = build_server(backends=ModelPool())
     read_fd, write_fd = os.pipe()
     out = io.BytesIO()
     result: list[int] = []
@@ -54,6 +55,6 @@ def test_stdio_serves_until_exit_and_says_whether_shutdown_came_first() -> None:
 
 
 def test_stdio_ends_when_the_client_closes_stdin() -> None:
-    ls = build_server()
+    ls = build_server(backends=ModelPool())
     assert transport.serve_stdio(ls, io.BytesIO(b""), io.BytesIO()) == 1  # no shutdown: 1
     ls.service.stop(5)

@@ -12,7 +12,7 @@ import { randomBytes } from 'node:crypto';
 
 import { parseAnswer, splitInlineCode } from './answerMarkup';
 import { fullLocation, similarity, splitMarkers, whereLabel } from './citations';
-import { GradeLabels, type Answer, type Citation, type Grade, type Hit } from './protocol';
+import type { Answer, Citation, Grade, Hit } from './protocol';
 
 export type EntryState = 'streaming' | 'done' | 'cancelled' | 'error';
 
@@ -24,8 +24,6 @@ export interface AnswerEntry {
   /** Streamed text so far; the final answer text once done. */
   text: string;
   answer?: Answer;
-  /** The generation model's name (from `citeline/status`), for the label of a generative answer. */
-  model?: string;
   error?: string;
   /** ms since epoch */
   startedAt: number;
@@ -37,12 +35,10 @@ export interface AnswerEntry {
 /**
  * The entry once its request completed: the final answer's text replaces what
  * streamed (a generative answer settles: sentences the check removed are gone).
- * `model` names the generation model, for the label.
  */
-export function settle(entry: AnswerEntry, answer: Answer, model?: string | null): void {
+export function settle(entry: AnswerEntry, answer: Answer): void {
   entry.answer = answer;
   entry.text = typeof answer?.answer === 'string' ? answer.answer : entry.text;
-  entry.model = model ?? undefined;
   entry.state = 'done';
 }
 
@@ -174,21 +170,7 @@ export function renderHits(entryId: string, hits: readonly Hit[], max = 3): stri
   return `<h3>Nearest passages</h3><ol class="hits">${items.join('')}</ol>`;
 }
 
-const FALLBACK_NOTES: Record<string, string> = {
-  unsupported: "the model's answer was not supported by the sources; showing the documents' own sentences",
-  timeout: "the model took too long; showing the documents' own sentences",
-  cancelled: "the model was stopped; showing the documents' own sentences",
-  context: "the sources did not fit in the model's context; showing the documents' own sentences",
-};
-
-/** A model file's name for people: without its folder and `.gguf`. */
-export function modelName(model: string | null | undefined): string | undefined {
-  const base = (model ?? '').trim().split(/[\\/]/).pop() ?? '';
-  const name = base.replace(/\.gguf$/i, '');
-  return name || undefined;
-}
-
-/** What the small label over an answer says: how it was made, and why when it fell back. */
+/** What the small label over an answer says: how it was made, and why when it fell back (the server's texts). */
 export interface AnswerLabel {
   mode: 'extractive' | 'generative';
   text: string;
@@ -198,31 +180,19 @@ export interface AnswerLabel {
   detail: string;
 }
 
-/** The label for a finished answer; undefined for a refusal (or a server that does not say). */
-export function answerLabel(answer: Answer | undefined, model?: string): AnswerLabel | undefined {
-  if (!answer || answer.refused) {
+/** The label for a finished answer: the server's `mode_label` and `fallback_note`; undefined for a refusal (or a server that does not say). */
+export function answerLabel(answer: Answer | undefined): AnswerLabel | undefined {
+  const text = typeof answer?.mode_label === 'string' ? answer.mode_label.trim() : '';
+  if (!answer || answer.refused || !text || (answer.mode !== 'generative' && answer.mode !== 'extractive')) {
     return undefined;
+  }
+  const note = typeof answer.fallback_note === 'string' && answer.fallback_note.trim() ? answer.fallback_note : undefined;
+  if (answer.mode === 'generative') {
+    return { mode: 'generative', text, note, detail: 'Every sentence was checked against the passage it cites; sentences the sources did not support were removed.' };
   }
   const confidence =
     typeof answer.confidence === 'number' && Number.isFinite(answer.confidence) ? ` Confidence that it answers the question: ${Math.round(answer.confidence * 100)}%.` : '';
-  if (answer.mode === 'generative') {
-    const name = modelName(answer.model ?? model);
-    return {
-      mode: 'generative',
-      text: `Written by ${name ?? 'the model'}, checked against sources`,
-      detail: 'Every sentence was checked against the passage it cites; sentences the sources did not support were removed.',
-    };
-  }
-  if (answer.mode === 'extractive') {
-    const reason = answer.fallback ?? answer.degraded ?? undefined;
-    return {
-      mode: 'extractive',
-      text: 'Quoted from your documents',
-      note: reason ? (FALLBACK_NOTES[reason] ?? `the model's answer was not used (${reason}); showing the documents' own sentences`) : undefined,
-      detail: `The answer is the documents' own sentences, verbatim; each [n] opens its source.${confidence}`,
-    };
-  }
-  return undefined;
+  return { mode: 'extractive', text, note, detail: `The answer is the documents' own sentences, verbatim; each [n] opens its source.${confidence}` };
 }
 
 /** The answer's grade as shown: the server's `grade_label` verbatim; `prominent` for the closest passages. */
@@ -234,14 +204,13 @@ export interface GradeView {
 
 /**
  * The grade to show over an answer, or undefined for a server that does not grade
- * (wire agreement A). The text is the server's `grade_label`; a graded answer
- * without one gets the agreed label for its grade.
+ * (wire agreement A). The text is the server's `grade_label`, verbatim.
  */
 export function gradeView(answer: Answer | undefined): GradeView | undefined {
   if (!answer || typeof answer.grade !== 'string' || !answer.grade) {
     return undefined;
   }
-  const label = typeof answer.grade_label === 'string' && answer.grade_label.trim() ? answer.grade_label : GradeLabels[answer.grade as Grade];
+  const label = typeof answer.grade_label === 'string' ? answer.grade_label.trim() : '';
   if (!label) {
     return undefined;
   }
@@ -311,7 +280,7 @@ export function renderEntry(entry: AnswerEntry, options: { open?: boolean } = {}
   } else if (grade) {
     body.push(renderGrade(grade));
   }
-  const label = entry.state === 'done' ? answerLabel(answer, entry.model) : undefined;
+  const label = entry.state === 'done' ? answerLabel(answer) : undefined;
   if (label) {
     body.push(renderLabel(label));
   }

@@ -107,7 +107,7 @@ export class Asker implements vscode.Disposable {
         );
       }
       if (entry.state === 'streaming') {
-        settle(entry, answer, this.server.status?.models?.generation);
+        settle(entry, answer);
       }
     } catch (error) {
       if (entry.state === 'streaming') {

@@ -8,6 +8,8 @@ export type Located = Pick<Citation, 'path' | 'section' | 'page' | 'start_line' 
   range?: Range;
   title?: string | null;
   local_copy?: LocalCopy;
+  /** The server's words for a local copy that is not the indexed one. */
+  local_copy_note?: string | null;
   /** The passage from the index (hits always; citations when the local copy differs). */
   text?: string;
 };
@@ -20,12 +22,9 @@ export function localCopyDiffers(c: Located): boolean {
   return c.local_copy === 'differs' || c.local_copy === 'missing';
 }
 
-/** What to show instead of a jump: the indexed passage, and why it is shown. */
+/** What to show instead of a jump: the indexed passage, and why it is shown (the server's `local_copy_note`). */
 export function passageMarkdown(c: Located): string {
-  const why =
-    c.local_copy === 'missing'
-      ? `\`${c.path}\` is not in your copy of the documents.`
-      : `Your copy of \`${c.path}\` differs from the indexed one, so its lines may not match.`;
+  const why = `\`${c.path}\`: ${c.local_copy_note ?? c.local_copy ?? ''}.`;
   const quoted = (c.text ?? '(the index sent no passage text)')
     .split('\n')
     .map((line) => `> ${line}`)

@@ -101,7 +101,7 @@ async function openPdf(target: Extract<CitationTarget, { kind: 'pdf' }>, label: 
 async function showPassage(c: Located, avoid?: vscode.ViewColumn): Promise<void> {
   const doc = await vscode.workspace.openTextDocument({ content: passageMarkdown(c), language: 'markdown' });
   await vscode.window.showTextDocument(doc, { viewColumn: editorColumn(avoid), preview: true, preserveFocus: false });
-  void vscode.window.showInformationMessage(`Citeline: your copy of ${c.path} differs from the team index; showing the indexed passage.`);
+  void vscode.window.showInformationMessage(`Citeline: ${c.path}: ${c.local_copy_note ?? c.local_copy}; showing the indexed passage.`);
 }
 
 /**

@@ -1,8 +1,9 @@
 /**
  * Citeline's LSP extensions, as TypeScript types.
  *
- * This file mirrors docs/lsp-extensions.md (the contract with `citeline serve`);
- * change both together. Pure types and constants: no `vscode` import, so unit
+ * This file mirrors the server's wire module (`server/citeline/wire.py`) and
+ * docs/lsp-extensions.md; tests/test_wire.py checks its method names, its
+ * `Requests` table and every interface's fields against the wire module. Pure types and constants: no `vscode` import, so unit
  * tests can load whatever depends on it.
  */
 
@@ -94,6 +95,8 @@ export interface Hit {
   folder?: FolderUri;
   /** Is the local file the indexed one? (absent from older servers: "same") */
   local_copy?: LocalCopy;
+  /** The server's words for a local copy that is not the indexed one (null when "same"), shown verbatim. */
+  local_copy_note?: string | null;
 }
 
 /** A numbered piece of evidence given to the model; `[n]` in the answer refers to it. */
@@ -110,8 +113,12 @@ export interface Citation {
   cited: boolean;
   uri: string;
   range: Range;
+  /** The folder the citation comes from. */
+  folder?: FolderUri;
   /** Is the local file the indexed one? (absent from older servers: "same") */
   local_copy?: LocalCopy;
+  /** The server's words for a local copy that is not the indexed one (null when "same"), shown verbatim. */
+  local_copy_note?: string | null;
   /** The cited passage from the index, when `local_copy` is not "same" (and from servers that always send it). */
   text?: string;
   /** History entries (`citeline/historyEntry`): the cited source changed or vanished since the answer. */
@@ -133,12 +140,8 @@ export type Fallback = 'unsupported' | 'timeout' | 'cancelled' | 'context';
 /** How well an answer answers its question (wire agreement A). */
 export type Grade = 'answer' | 'closest' | 'refused';
 
-/** The server's labels for the grades, which clients show verbatim; these are what servers send today. */
-export const GradeLabels: Record<Grade, string> = {
-  answer: 'Answer',
-  closest: 'Closest passages — they may not answer the question',
-  refused: 'Not found in the documents',
-};
+/** Why a refusal refused. */
+export type Refusal = 'off_topic' | 'unknown_term';
 
 export interface Answer {
   question: string;
@@ -151,16 +154,22 @@ export interface Answer {
   answer: string;
   /** null for a refusal. */
   mode: AnswerMode | null;
+  /** The server's words for how the answer was made ("Quoted from your documents"); null for a refusal. */
+  mode_label?: string | null;
   /** The generator's file name when it wrote the answer (mode "generative"). */
   model?: string | null;
   /** Why a generative ask answered extractively; null otherwise. */
   fallback: Fallback | null;
+  /** The server's words for why (or for a stop, `degraded`), shown after the mode label; null otherwise. */
+  fallback_note?: string | null;
   /** The documents do not hold the answer (exactly when `grade` is "refused"). */
   refused: boolean;
   /** The answer's grade; absent from servers older than wire agreement A. */
   grade?: Grade | string;
   /** The server's human text for the grade, shown verbatim. */
   grade_label?: string;
+  /** Why a refusal refused; null otherwise. */
+  refusal?: Refusal | null;
   generator_called: boolean;
   degraded: Degraded | null;
   /** The scorer's probability (0..1) that the evidence answers the question; null when not scored. */
@@ -237,6 +246,8 @@ export interface FileError {
 
 export interface ModelNames {
   embedding?: string | null;
+  /** Why this embedding model serves the folders (the bundled choice by language). */
+  embedding_reason?: string | null;
   generation?: string | null;
   reranking?: string | null;
 }
@@ -250,6 +261,8 @@ export interface FolderStatus {
   /** Files waiting to be (re)indexed. */
   pending: number;
   errors: FileError[];
+  /** What loading left out of a file's text. */
+  notes?: FileError[];
   /** Why the folder is in state "error". */
   message?: string;
   /** The folder's path, and where its index lives. */
@@ -287,6 +300,10 @@ export interface StatusResult {
 
 /** `citeline/indexFolder` `{folder}`: serves the folder (writing a minimal citeline.toml); result: its FolderStatus. */
 export const IndexFolderMethod = 'citeline/indexFolder';
+
+export interface IndexFolderParams {
+  folder: FolderUri;
+}
 
 // ---------------------------------------------------------------------------
 // citeline/pauseIndexing, citeline/resumeIndexing
@@ -329,6 +346,7 @@ export interface ReindexFolderReport {
   files_removed?: number;
   cancelled?: boolean;
   seconds?: number;
+  notes?: FileError[];
 }
 
 export interface ReindexResult {
@@ -360,6 +378,8 @@ export interface HistoryItem {
   folder: FolderUri;
   question: string;
   grade: Grade | string;
+  /** The server's words for the grade, as `citeline/ask`'s `grade_label`. */
+  grade_label?: string;
   mode: AnswerMode | string | null;
   /** At most 200 characters of the answer. */
   preview: string;
@@ -392,6 +412,21 @@ export interface HistoryDeleteParams {
 
 export interface HistoryDeleteResult {
   deleted: number;
+}
+
+/**
+ * Every request the server answers, with its params and result: the pairing the
+ * server's `wire.METHODS` declares (`citeline/status` takes no params).
+ */
+export interface Requests {
+  'citeline/ask': { params: AskParams; result: Answer };
+  'citeline/search': { params: SearchParams; result: SearchResult };
+  'citeline/status': { params: null; result: StatusResult };
+  'citeline/indexFolder': { params: IndexFolderParams; result: FolderStatus };
+  'citeline/reindex': { params: ReindexParams; result: ReindexResult };
+  'citeline/history': { params: HistoryParams; result: HistoryResult };
+  'citeline/historyEntry': { params: HistoryEntryParams; result: HistoryEntry };
+  'citeline/historyDelete': { params: HistoryDeleteParams; result: HistoryDeleteResult };
 }
 
 /** `window/workDoneProgress/cancel` (client -> server): stops the indexing that token reports on. */

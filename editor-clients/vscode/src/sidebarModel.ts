@@ -5,7 +5,7 @@
  */
 import { folderName, plural, shownState } from './statusModel';
 import type { AnswerEntry } from './answerRender';
-import { GradeLabels, type Answer, type FolderStatus, type Grade, type HistoryEntry, type HistoryItem, type StatusResult } from './protocol';
+import type { Answer, FolderStatus, HistoryEntry, HistoryItem, StatusResult } from './protocol';
 import type { IndexProgress } from './statusModel';
 
 export interface FolderRow {
@@ -166,7 +166,7 @@ export interface HistoryRow {
 
 /** A recorded ask as a row: the question, then its grade, sources and when. */
 export function historyRow(item: HistoryItem, now: number, options: { showFolder?: boolean } = {}): HistoryRow {
-  const label = GradeLabels[item.grade as Grade] ?? item.grade;
+  const label = item.grade_label || item.grade;
   const short = item.grade === 'answer' ? '' : item.grade === 'closest' ? 'closest passages' : item.grade === 'refused' ? 'not found' : item.grade;
   const parts = [short, item.sources > 0 ? plural(item.sources, 'source') : '', timeAgo(item.time, now)];
   if (options.showFolder) {

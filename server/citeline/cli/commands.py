@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from citeline import wire
 from citeline.cli.progress import progress
 from citeline.service.errors import DiskFull, ServiceError
 
@@ -173,15 +174,8 @@ def _citation_line(citation: dict[str, Any], local_copy: str = "same") -> str:
     if citation["page"] is None and citation["end_line"] not in (None, citation["start_line"]):
         where += f"-{citation['end_line']}"
     section = f"  § {citation['section']}" if citation["section"] else ""
-    note = _LOCAL_NOTES.get(local_copy, "")
-    return f"[{citation['n']}] {where}{section}{note}"
-
-
-# How a citation's file here compares with the indexed one (a team index's reader).
-_LOCAL_NOTES = {
-    "differs": "  (your copy of this file differs from the indexed one)",
-    "missing": "  (not in your copy of the documents)",
-}
+    note = wire.local_copy_note(local_copy)  # a team index's reader: this copy is not it
+    return f"[{citation['n']}] {where}{section}" + (f"  ({note})" if note else "")
 
 
 def run_ask(args: argparse.Namespace) -> int:
@@ -217,9 +211,10 @@ def run_ask(args: argparse.Namespace) -> int:
     elif "".join(streamed) != answer.text:  # a generated answer, settled by the check
         print(f"\n\n{_settled_note(answer.mode)}\n{answer.text}", end="")
     print()
-    label = _MODE_LABELS.get(answer.mode or "", "")  # "" for a refusal
+    label = wire.mode_label(answer.mode, answer.model)  # None for a refusal
     if label:
-        print(f"\n({label})")
+        note = wire.fallback_note(answer.mode, answer.fallback, answer.degraded)
+        print(f"\n({label}" + (f" · {note})" if note else ")"))
     citations: list[dict[str, Any]] = result["citations"]  # type: ignore[assignment]
     if citations:
         print()
@@ -227,13 +222,6 @@ def run_ask(args: argparse.Namespace) -> int:
         for citation in citations:
             print(_citation_line(citation, copies.get(str(citation["path"]), "same")))
     return 0
-
-
-# Which way an answer was made, in a few words.
-_MODE_LABELS = {
-    "extractive": "quoted from the documents",
-    "generative": "written by the model; every sentence checked against its sources",
-}
 
 
 def _settled_note(mode: str | None) -> str:
@@ -338,6 +326,7 @@ def run_eval(args: argparse.Namespace) -> int:
 
 
 def run_mcp(args: argparse.Namespace) -> int:
+    from citeline.app import ModelPool
     from citeline.mcp.server import serve
 
     docs = [Path(d).expanduser().absolute() for d in args.docs]
@@ -345,11 +334,16 @@ def run_mcp(args: argparse.Namespace) -> int:
         if not folder.is_dir():
             raise ServiceError(f"documents folder {folder} does not exist")
     return serve(
-        docs=docs, log_file=args.log_file, verbose=args.verbose, settings=store_overrides(args)
+        docs=docs,
+        backends=ModelPool(),
+        log_file=args.log_file,
+        verbose=args.verbose,
+        settings=store_overrides(args),
     )
 
 
 def run_serve(args: argparse.Namespace) -> int:
+    from citeline.app import ModelPool
     from citeline.lsp.server import serve
 
     docs = [Path(d).expanduser() for d in args.docs]
@@ -358,6 +352,7 @@ def run_serve(args: argparse.Namespace) -> int:
             raise ServiceError(f"documents folder {folder} does not exist")
     return serve(
         docs=docs,
+        backends=ModelPool(),
         tcp=args.tcp,
         log_file=args.log_file,
         verbose=args.verbose,

@@ -35,7 +35,7 @@ from citeline.core.documents import Hit
 from citeline.core.embedding import Embedder
 from citeline.core.index import DocumentIndex
 from citeline.core.reranking import Reranker
-from citeline.core.scripts import is_cjk
+from citeline.core.scripts import is_cjk, is_cjk_question
 
 log = logging.getLogger(__name__)
 
@@ -145,7 +145,7 @@ class Retriever:
         depth = max(k, self.rerank_candidates) if reranker else k
         settings = self.settings
         mode = mode or settings.mode
-        if mode == "hybrid" and not settings.dense_for_cjk and is_cjk(query):
+        if mode == "hybrid" and not settings.dense_for_cjk and is_cjk_question(query):
             mode = "keyword"
         pool = max(settings.candidates, 2 * depth)
         dense_scores: dict[int, float] = {}

@@ -61,3 +61,9 @@ def detect_language(text: str) -> str:
     if _HANGUL.search(text):
         return "ko"
     return "zh" if is_cjk(text) else "en"
+
+
+def is_cjk_question(question: str) -> bool:
+    """Whether a question is asked in Chinese, Japanese or Korean: the one rule the ask
+    flow, retrieval and the evaluation decide it by (its language is one of them)."""
+    return detect_language(question) in CJK_LANGUAGES

@@ -20,7 +20,7 @@ from citeline.core.answering.evidence import evidence_hits
 from citeline.core.answering.settings import AnswerSettings
 from citeline.core.documents import Hit
 from citeline.core.ingest import ProgressCallback
-from citeline.core.scripts import is_cjk
+from citeline.core.scripts import is_cjk_question
 from citeline.evaluation.datasets import EvalQuery, EvalSet
 from citeline.evaluation.metrics import METRICS, average
 from citeline.service.workspace import Workspace
@@ -154,7 +154,7 @@ def refusal_rates(
     queries = [q for q in evalset.queries if q.relevant]
     for query in queries:
         hits = result.per_query[query.id].hits
-        cjk = is_cjk(query.text)
+        cjk = is_cjk_question(query.text)
         top = hits[: settings.candidates]
         if not evidence_hits(top, settings, cjk):
             answerable += 1
@@ -174,6 +174,6 @@ def off_topic_refused(
     refused = 0
     for question in questions:
         hits = workspace.search(question, settings.candidates)
-        if not evidence_hits(hits, settings, is_cjk(question)):
+        if not evidence_hits(hits, settings, is_cjk_question(question)):
             refused += 1
     return round(refused / max(1, len(questions)), 4)

@@ -13,25 +13,26 @@ from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types
 
+from citeline import wire
 from citeline.lsp.convert import answer_json, path_to_uri
 from citeline.lsp.errors import reported
-from citeline.lsp.params import folder_param, object_params, string_param, token_param
+from citeline.lsp.params import folder_param, request_params, string_param, token_param
 from citeline.service.workspace import cited_passages
 
 if TYPE_CHECKING:
     from citeline.lsp.server import CitelineServer
 
-ASK = "citeline/ask"
+ASK = wire.ASK.name
 
 
 async def answer_request(
     ls: CitelineServer, question: str, folder: Path | None, token: str | int | None
-) -> dict[str, Any]:
+) -> wire.Answer:
     """The answer to ``question`` as the client gets it; deltas go to ``token``."""
 
     def send_delta(piece: str) -> None:  # event loop
         assert token is not None
-        ls.progress(types.ProgressParams(token=token, value={"delta": piece}))
+        ls.progress(types.ProgressParams(token=token, value=wire.AskDelta(delta=piece)))
 
     served, answer = await ls.service.ask(
         question.strip(), folder, send_delta if token is not None else None
@@ -47,8 +48,8 @@ async def answer_request(
 def register(ls: CitelineServer) -> None:
     @ls.feature(ASK)
     @reported(ASK)
-    async def ask(ls: CitelineServer, params: Any) -> dict[str, Any]:
-        args = object_params(ASK, params, ("question", "folder"))
+    async def ask(ls: CitelineServer, params: Any) -> wire.Answer:
+        args = request_params(wire.ASK, params)
         question = string_param(ASK, args, "question", required=True)
         assert question is not None
         folder = folder_param(ASK, args, "folder")

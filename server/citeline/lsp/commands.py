@@ -1,5 +1,6 @@
 """``workspace/executeCommand`` equivalents of the custom requests, for clients that
-only speak commands.  Arguments are positional (see docs/lsp-extensions.md)."""
+only speak commands.  Arguments are positional, named in ``wire.COMMANDS`` (see
+docs/lsp-extensions.md)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import cattrs
 from lsprotocol import types
 from pygls.lsp.server import LanguageServer
 
+from citeline import wire
 from citeline.lsp.ask import answer_request
 from citeline.lsp.convert import uri_to_path
 from citeline.lsp.errors import RequestFailed, invalid_params, reported
@@ -28,6 +30,10 @@ SEARCH = "citeline.search"
 REINDEX = "citeline.reindex"
 STATUS = "citeline.status"
 OPEN_CITATION = "citeline.openCitation"
+
+
+def _args(command: str, args: tuple[Any, ...], required: int) -> list[Any]:
+    return command_args(command, args, list(wire.COMMANDS[command][0]), required)
 
 
 def _text(command: str, value: object, name: str, *, required: bool) -> str | None:
@@ -85,8 +91,8 @@ def _citeline(ls: LanguageServer) -> CitelineServer:
 def register(ls: CitelineServer) -> None:
     @ls.command(ASK)
     @reported(ASK)
-    async def ask(ls: LanguageServer, *args: Any) -> dict[str, Any]:
-        question, folder = command_args(ASK, args, ["question", "folder"], 1)
+    async def ask(ls: LanguageServer, *args: Any) -> wire.Answer:
+        question, folder = _args(ASK, args, 1)
         text = _text(ASK, question, "question", required=True)
         assert text is not None
         named = folder_param(ASK, {"folder": folder}, "folder")
@@ -94,29 +100,29 @@ def register(ls: CitelineServer) -> None:
 
     @ls.command(SEARCH)
     @reported(SEARCH)
-    async def search(ls: LanguageServer, *args: Any) -> dict[str, Any]:
-        query, k = command_args(SEARCH, args, ["query", "k"], 1)
+    async def search(ls: LanguageServer, *args: Any) -> wire.SearchResult:
+        query, k = _args(SEARCH, args, 1)
         text = _text(SEARCH, query, "query", required=True)
         assert text is not None
         count = int_param(SEARCH, {"k": k}, "k", low=1, high=MAX_K)
-        return {"hits": await search_request(_citeline(ls), text, count, None)}
+        return wire.SearchResult(hits=await search_request(_citeline(ls), text, count, None))
 
     @ls.command(REINDEX)
     @reported(REINDEX)
-    async def reindex(ls: LanguageServer, *args: Any) -> dict[str, Any]:
-        (folder,) = command_args(REINDEX, args, ["folder"], 0)
+    async def reindex(ls: LanguageServer, *args: Any) -> wire.ReindexResult:
+        (folder,) = _args(REINDEX, args, 0)
         return await reindex_request(
             _citeline(ls), folder_param(REINDEX, {"folder": folder}, "folder")
         )
 
     @ls.command(STATUS)
     @reported(STATUS)
-    async def status(ls: LanguageServer, *args: Any) -> dict[str, Any]:
-        command_args(STATUS, args, [], 0)
+    async def status(ls: LanguageServer, *args: Any) -> wire.StatusResult:
+        _args(STATUS, args, 0)
         return status_json(_citeline(ls))
 
     @ls.command(OPEN_CITATION)
     @reported(OPEN_CITATION)
     async def open_citation_command(ls: LanguageServer, *args: Any) -> bool:
-        (citation,) = command_args(OPEN_CITATION, args, ["citation"], 1)
+        (citation,) = _args(OPEN_CITATION, args, 1)
         return await open_citation(_citeline(ls), citation)

@@ -3,7 +3,9 @@
 A citation or hit names a file relative to its folder and a 1-based inclusive
 line span (or a 1-based PDF page).  On the wire it also carries a ``file://``
 ``uri`` (a PDF's ends in ``#page=N``) and an LSP ``range`` covering whole lines,
-``(start_line - 1, 0)`` to ``(end_line, 0)``; PDFs get ``(0,0)-(0,0)``.
+``(start_line - 1, 0)`` to ``(end_line, 0)``; PDFs get ``(0,0)-(0,0)``.  The shapes
+and the texts clients show (mode label, fallback note, local-copy note) are
+``citeline.wire``'s.
 """
 
 from __future__ import annotations
@@ -12,10 +14,10 @@ import os
 import re
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 from urllib.parse import unquote_to_bytes, urlsplit
 
-JsonRange = dict[str, dict[str, int]]
+from citeline import wire
 
 
 def path_to_uri(path: Path) -> str:
@@ -42,7 +44,7 @@ def uri_to_path(uri: str) -> Path | None:
     return Path(os.fsdecode(raw))
 
 
-def line_range(start_line: int | None, end_line: int | None) -> JsonRange:
+def line_range(start_line: int | None, end_line: int | None) -> wire.Range:
     if start_line is None:
         return {"start": {"line": 0, "character": 0}, "end": {"line": 0, "character": 0}}
     end = end_line if end_line is not None else start_line
@@ -67,11 +69,13 @@ def located(
     """A hit or citation JSON object with ``uri``, ``range``, ``folder`` and ``local_copy``
     added.  When the folder's own copy of the file is not the indexed one (``local_copy``
     "differs" or "missing"), the object also carries the passage's ``text`` (from the
-    index): clients show it instead of jumping to lines that may hold something else."""
+    index): clients show it, and its ``local_copy_note``, instead of jumping to lines
+    that may hold something else."""
     page = item.get("page")
     page = page if isinstance(page, int) else None
     out = dict(item)
     out["local_copy"] = local_copy
+    out["local_copy_note"] = wire.local_copy_note(local_copy)
     if local_copy != "same" and text is not None:
         out["text"] = text
     out["uri"] = location_uri(root, str(item["path"]), page)
@@ -91,14 +95,17 @@ def answer_json(
     folder_uri: str,
     copies: Mapping[str, str] | None = None,
     passages: Mapping[int, str] | None = None,
-) -> dict[str, Any]:
-    """``Answer.to_json()`` with the folder and every citation and hit located;
-    ``copies`` says per path whether the local file is the indexed one, ``passages``
-    gives each citation's text by its ``n``."""
+) -> wire.Answer:
+    """``Answer.to_json()`` with the folder, its mode label and fallback note, and every
+    citation and hit located; ``copies`` says per path whether the local file is the
+    indexed one, ``passages`` gives each citation's text by its ``n``."""
     copies = copies or {}
     passages = passages or {}
     out = dict(answer)
     out["folder"] = folder_uri
+    mode, model = answer.get("mode"), answer.get("model")
+    out["mode_label"] = wire.mode_label(mode, model)
+    out["fallback_note"] = wire.fallback_note(mode, answer.get("fallback"), answer.get("degraded"))
     out["citations"] = [
         located(c, root, folder_uri, copies.get(str(c["path"]), "same"), passages.get(c["n"]))
         for c in answer.get("citations") or []
@@ -107,7 +114,7 @@ def answer_json(
         located(h, root, folder_uri, copies.get(str(h["path"]), "same"))
         for h in answer.get("hits") or []
     ]
-    return out
+    return cast(wire.Answer, out)
 
 
 def _int_or_none(value: object) -> int | None:
@@ -154,8 +161,8 @@ def hover_markdown(hits: Iterable[Mapping[str, Any]], *, markdown: bool = True) 
     parts: list[str] = []
     for hit in hits:
         section = str(hit.get("section") or "")
-        if hit.get("local_copy", "same") != "same":
-            section += " (your copy of this file differs from the indexed one)"
+        if note := hit.get("local_copy_note"):
+            section += f" ({note})"
         quote = snippet(str(hit.get("text") or ""))
         if markdown:
             head = f"**[{md_escape(link_label(hit))}]({link_target(hit)})**"

@@ -7,25 +7,26 @@ The rule for which folders are served, and the file written, are the service's
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
+from citeline import wire
 from citeline.lsp.convert import path_to_uri
 from citeline.lsp.errors import invalid_params, reported
-from citeline.lsp.params import folder_param, object_params
+from citeline.lsp.params import folder_param, request_params
 
 if TYPE_CHECKING:
     from citeline.lsp.server import CitelineServer
 
-INDEX_FOLDER = "citeline/indexFolder"
+INDEX_FOLDER = wire.INDEX_FOLDER.name
 
 
 def register(ls: CitelineServer) -> None:
     @ls.feature(INDEX_FOLDER)
     @reported(INDEX_FOLDER)
-    async def index_folder(ls: CitelineServer, params: Any) -> dict[str, Any]:
-        args = object_params(INDEX_FOLDER, params, ("folder",))
+    async def index_folder(ls: CitelineServer, params: Any) -> wire.FolderStatus:
+        args = request_params(wire.INDEX_FOLDER, params)
         folder = folder_param(INDEX_FOLDER, args, "folder")
         if folder is None:
             raise invalid_params(f"{INDEX_FOLDER}: 'folder' is required")
         status = await ls.service.index_folder(folder)
-        return {"uri": path_to_uri(status.docs), **status.to_json()}
+        return cast(wire.FolderStatus, {"uri": path_to_uri(status.docs), **status.to_json()})

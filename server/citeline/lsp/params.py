@@ -12,6 +12,7 @@ from collections.abc import Collection, Mapping
 from pathlib import Path
 from typing import Any
 
+from citeline import wire
 from citeline.lsp.convert import uri_to_path
 from citeline.lsp.errors import invalid_params
 
@@ -33,6 +34,11 @@ def object_params(method: str, params: object, allowed: Collection[str]) -> Mapp
         listed = ", ".join(unknown[:5]) + (", …" if len(unknown) > 5 else "")
         raise invalid_params(f"{method}: unknown parameter(s): {listed}")
     return params
+
+
+def request_params(method: wire.Method, params: object) -> Mapping[str, Any]:
+    """``params`` of ``method`` as an object with only the keys its wire type names."""
+    return object_params(method.name, params, method.param_names())
 
 
 def string_param(method: str, params: Mapping[str, Any], key: str, *, required: bool) -> str | None:

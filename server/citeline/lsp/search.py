@@ -12,21 +12,22 @@ import logging
 import re
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 from urllib.parse import unquote
 
 from lsprotocol import types
 
+from citeline import wire
 from citeline.lsp.convert import hover_markdown, located, path_to_uri, uri_to_path
 from citeline.lsp.errors import reported
-from citeline.lsp.params import folder_param, int_param, object_params, string_param
+from citeline.lsp.params import folder_param, int_param, request_params, string_param
 
 if TYPE_CHECKING:
     from citeline.lsp.server import CitelineServer
 
 log = logging.getLogger(__name__)
 
-SEARCH = "citeline/search"
+SEARCH = wire.SEARCH.name
 MAX_K = 100
 HOVER_PASSAGES = 3
 MAX_QUERY_CHARS = 1000
@@ -34,11 +35,14 @@ MAX_QUERY_CHARS = 1000
 
 async def search_request(
     ls: CitelineServer, query: str, k: int | None, folder: Path | None, *, rerank: bool = True
-) -> list[dict[str, Any]]:
+) -> list[wire.Hit]:
     """The hits as the client gets them: with ``uri``, ``range`` and ``folder``."""
     found = await ls.service.search(query, k, folder, rerank=rerank)
     return [
-        located(f.hit.to_json(), f.folder.root, path_to_uri(f.folder.root), f.local_copy)
+        cast(
+            wire.Hit,
+            located(f.hit.to_json(), f.folder.root, path_to_uri(f.folder.root), f.local_copy),
+        )
         for f in found
     ]
 
@@ -117,7 +121,7 @@ def _client_markdown(ls: CitelineServer) -> bool:
     return formats is None or types.MarkupKind.Markdown in formats
 
 
-def _at_cursor(hit: dict[str, Any], params: types.HoverParams) -> bool:
+def _at_cursor(hit: wire.Hit, params: types.HoverParams) -> bool:
     """Whether a hit is the very passage being hovered (not worth showing)."""
     here = uri_to_path(params.text_document.uri)
     there = uri_to_path(str(hit["uri"]))
@@ -130,13 +134,13 @@ def _at_cursor(hit: dict[str, Any], params: types.HoverParams) -> bool:
 def register(ls: CitelineServer) -> None:
     @ls.feature(SEARCH)
     @reported(SEARCH)
-    async def search(ls: CitelineServer, params: Any) -> dict[str, Any]:
-        args = object_params(SEARCH, params, ("query", "k", "folder"))
+    async def search(ls: CitelineServer, params: Any) -> wire.SearchResult:
+        args = request_params(wire.SEARCH, params)
         query = string_param(SEARCH, args, "query", required=True)
         assert query is not None
         k = int_param(SEARCH, args, "k", low=1, high=MAX_K)
         folder = folder_param(SEARCH, args, "folder")
-        return {"hits": await search_request(ls, query, k, folder)}
+        return wire.SearchResult(hits=await search_request(ls, query, k, folder))
 
     @ls.feature(types.TEXT_DOCUMENT_HOVER)
     @reported(types.TEXT_DOCUMENT_HOVER)

@@ -23,7 +23,6 @@ from pygls.lsp.server import LanguageServer
 from pygls.protocol import JsonRPCNotification, JsonRPCRequestMessage, JsonRPCResponseMessage
 
 from citeline import __version__, cache
-from citeline.app import ModelPool
 from citeline.lsp import (
     ask,
     commands,
@@ -76,7 +75,7 @@ class CitelineServer(LanguageServer):
     """The language server: the service it fronts, and what the editor sees of it
     (status notifications, diagnostics, progress, warnings: the service's events)."""
 
-    def __init__(self, docs: Iterable[Path] = (), backends: Backends | None = None) -> None:
+    def __init__(self, docs: Iterable[Path] = (), *, backends: Backends) -> None:
         super().__init__(
             "citeline",
             __version__,
@@ -90,7 +89,7 @@ class CitelineServer(LanguageServer):
         self.folders_setting: list[Path] | None = None
         self.workspace_roots: list[Path] = []
         self.deferred_warnings: list[str] = []
-        self.service = Service(backends or ModelPool(), events=self)
+        self.service = Service(backends, events=self)
         self.status = StatusNotifier(self)
         self.diagnostics = DiagnosticsPublisher(self)
         self._log_handler: ClientLogHandler | None = None
@@ -164,9 +163,10 @@ class CitelineServer(LanguageServer):
         self.service.stop(STOP_TIMEOUT)
 
 
-def build_server(docs: Iterable[Path] = (), backends: Backends | None = None) -> CitelineServer:
-    """The server with every area's handlers; ``backends`` default to the real models."""
-    ls = CitelineServer(docs, backends)
+def build_server(docs: Iterable[Path] = (), *, backends: Backends) -> CitelineServer:
+    """The server with every area's handlers over ``backends`` (the command line passes
+    ``app.ModelPool``: the LSP layer names no backend)."""
+    ls = CitelineServer(docs, backends=backends)
     session.register(ls)
     status.register(ls)
     ask.register(ls)
@@ -186,6 +186,7 @@ def default_token_file() -> Path:
 
 def serve(
     docs: list[Path],
+    backends: Backends,
     tcp: str | None,
     log_file: str | None,
     verbose: bool,
@@ -212,7 +213,7 @@ def serve(
             code = proxy(initialize, record, *streams)
             if code is not None:
                 return code
-    ls = build_server(docs)
+    ls = build_server(docs, backends=backends)
     if attach and streams is not None:
         ls.attach_point = AttachPoint(ls)
     ls.service.folders.command_line = dict(settings or {})

@@ -11,28 +11,31 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
+from citeline import wire
 from citeline.lsp.convert import path_to_uri
 from citeline.lsp.errors import reported
-from citeline.lsp.params import object_params
+from citeline.lsp.params import request_params
 
 if TYPE_CHECKING:
     from citeline.lsp.server import CitelineServer
 
 log = logging.getLogger(__name__)
 
-STATUS = "citeline/status"
+STATUS = wire.STATUS.name
 NOTIFY_INTERVAL = 0.25
 
 
-def status_json(ls: CitelineServer) -> dict[str, Any]:
+def status_json(ls: CitelineServer) -> wire.StatusResult:
     status = ls.service.status()
-    return {
-        "folders": [{"uri": path_to_uri(f.docs), **f.to_json()} for f in status.folders],
-        "models": status.models.to_json(),
-        "unserved": [{"uri": path_to_uri(u.root), **u.to_json()} for u in status.unserved],
-    }
+    folders = [{"uri": path_to_uri(f.docs), **f.to_json()} for f in status.folders]
+    unserved = [{"uri": path_to_uri(u.root), **u.to_json()} for u in status.unserved]
+    return wire.StatusResult(
+        folders=cast(list[wire.FolderStatus], folders),
+        models=cast(wire.ModelNames, status.models.to_json()),
+        unserved=cast(list[wire.UnservedFolder], unserved),
+    )
 
 
 class StatusNotifier:
@@ -42,7 +45,7 @@ class StatusNotifier:
         self.ls = ls
         self.enabled = False  # from `initialized` on
         self._timer: asyncio.TimerHandle | None = None
-        self._last: dict[str, Any] | None = None
+        self._last: wire.StatusResult | None = None
 
     def changed(self, *, immediate: bool = False) -> None:
         if not self.enabled:
@@ -67,6 +70,6 @@ class StatusNotifier:
 def register(ls: CitelineServer) -> None:
     @ls.feature(STATUS)
     @reported(STATUS)
-    async def status(ls: CitelineServer, params: Any) -> dict[str, Any]:
-        object_params(STATUS, params, ())
+    async def status(ls: CitelineServer, params: Any) -> wire.StatusResult:
+        request_params(wire.STATUS, params)
         return status_json(ls)

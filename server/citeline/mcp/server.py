@@ -216,19 +216,17 @@ def serve(
     docs: list[Path],
     log_file: str | None,
     verbose: bool,
+    backends: Backends,
     settings: dict[str, Any] | None = None,
-    backends: Backends | None = None,
 ) -> int:
     """Run the MCP server on stdio until the client goes; the process exit status.
     ``settings`` (``--store``, ``--collection``) apply to every folder."""
     configure_logging(log_file, verbose)
     stdin, stdout = protocol_streams()
-    from citeline.app import ModelPool
-
     service_events = LogEvents()
 
     async def main() -> None:
-        service = Service(backends or ModelPool(), events=service_events)
+        service = Service(backends, events=service_events)
         service.folders.command_line = dict(settings or {})
         log.info("citeline %s: MCP on stdio", __version__)
         await run(service, stdin, stdout, docs)

@@ -39,6 +39,7 @@ class HistoryEntry:
     folder: Path
     question: str
     grade: str
+    grade_label: str  # the grade in words, as the answer gave it
     mode: str | None
     preview: str  # at most PREVIEW_CHARS of the answer, on one line
     sources: int  # the answer's citations
@@ -50,6 +51,7 @@ class HistoryEntry:
             "folder": str(self.folder),
             "question": self.question,
             "grade": self.grade,
+            "grade_label": self.grade_label,
             "mode": self.mode,
             "preview": self.preview,
             "sources": self.sources,
@@ -181,12 +183,14 @@ def _entry(root: Path, record: AskRecord) -> HistoryEntry:
     grade = data.get("grade")
     citations = data.get("citations")
     mode = data.get("mode")
+    label = data.get("grade_label")
     return HistoryEntry(
         id=record.id,
         time=record.time,
         folder=root,
         question=str(data.get("question") or ""),
         grade=grade if isinstance(grade, str) else _LEGACY_GRADES[refused][0],
+        grade_label=label if isinstance(label, str) else _LEGACY_GRADES[refused][1],
         mode=mode if isinstance(mode, str) else None,
         preview=preview(str(data.get("answer") or "")),
         sources=len(citations) if isinstance(citations, list) else 0,

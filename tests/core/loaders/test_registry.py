@@ -5,12 +5,19 @@ from __future__ import annotations
 import subprocess
 import sys
 from pathlib import Path
+from typing import get_args
 
 import pytest
 
 from citeline.core import files
-from citeline.core.documents import LoadError, SourceDocument
-from citeline.core.loaders import SUPPORTED_SUFFIXES, is_supported, load_document, markdown
+from citeline.core.documents import DocumentKind, LoadError, SourceDocument
+from citeline.core.loaders import (
+    _LOADERS,
+    SUPPORTED_SUFFIXES,
+    is_supported,
+    load_document,
+    markdown,
+)
 
 
 def test_supported_suffixes() -> None:
@@ -45,6 +52,16 @@ def test_dispatch_by_suffix_any_case(tmp_path: Path) -> None:
         doc = load_document(path, f"sub/{name}")
         assert isinstance(doc, SourceDocument)
         assert (doc.path, doc.kind, doc.blocks[-1].text) == (f"sub/{name}", kind, "there")
+
+
+def test_each_format_module_is_named_by_its_documents_kind(tmp_path: Path) -> None:
+    # the registry's module names are the DocumentKind values (mypy holds each entry
+    # to the Literal): one home for the formats
+    assert {module for module, _, _ in _LOADERS.values()} == set(get_args(DocumentKind))
+    for suffix, (module, _, _) in _LOADERS.items():
+        if suffix != ".pdf":  # the PDF loader's kind: tests/core/loaders/test_pdf.py
+            (tmp_path / f"a{suffix}").write_text("Hi there.\n", encoding="utf-8")
+            assert load_document(tmp_path / f"a{suffix}", f"a{suffix}").kind == module
 
 
 def test_missing_file(tmp_path: Path) -> None:

@@ -370,10 +370,14 @@ function M.local_copy_differs(item)
   return item.local_copy == "differs" or item.local_copy == "missing"
 end
 
+-- What the server says of a local copy that is not the indexed one (`local_copy_note`).
+local function copy_note(item)
+  return not is_null(item.local_copy_note) and item.local_copy_note or item.local_copy
+end
+
 -- The lines shown instead of a jump: why, then the passage as the index holds it.
 function M.passage_lines(item)
-  local why = item.local_copy == "missing" and "is not in your copy of the documents"
-    or "differs in your copy from the indexed one"
+  local why = copy_note(item)
   local lines = {
     string.format("%s%s", item.path, is_null(item.start_line) and ""
       or string.format(":%d-%d", item.start_line, item.end_line)),
@@ -447,8 +451,8 @@ function M.quickfix_items(items)
         bufnr = M.passage_buffer(item),
         lnum = 4,
         col = 1,
-        text = vim.trim(string.format("%s%s  %s (your copy differs: the indexed passage)",
-          label, section, where)),
+        text = vim.trim(string.format("%s%s  %s (%s: the indexed passage)",
+          label, section, where, copy_note(item))),
       })
     else
       table.insert(out, {
@@ -509,41 +513,17 @@ end
 
 -- Labels ---------------------------------------------------------------------
 
-local FALLBACK_NOTES = {
-  unsupported = "the model's answer was not supported by the sources; showing the documents' own sentences",
-  timeout = "the model took too long; showing the documents' own sentences",
-  cancelled = "the model was stopped; showing the documents' own sentences",
-  context = "the sources did not fit in the model's context; showing the documents' own sentences",
-}
-
--- A model file's name for people: without its folder and ".gguf".
-function M.model_name(model)
-  if is_null(model) or model == "" then
+-- The label line over an answer, as the server words it: how it was made
+-- (`mode_label`), and why when a model's answer fell back to the documents' own
+-- sentences (`fallback_note`).  nil for a refusal.
+function M.answer_label(answer)
+  if not answer or answer.refused or type(answer.mode_label) ~= "string" or answer.mode_label == "" then
     return nil
   end
-  local name = tostring(model):gsub("^.*[/\\]", ""):gsub("%.[gG][gG][uU][fF]$", "")
-  return name ~= "" and name or nil
-end
-
--- The label line over an answer: how it was made, and why when a model's answer
--- fell back to the documents' own sentences.  nil for a refusal.  `model` is the
--- generation model (citeline/status `models.generation`).
-function M.answer_label(answer, model)
-  if not answer or answer.refused then
-    return nil
+  if type(answer.fallback_note) == "string" and answer.fallback_note ~= "" then
+    return answer.mode_label .. " · " .. answer.fallback_note
   end
-  if answer.mode == "generative" then
-    return string.format("Written by %s, checked against sources", M.model_name(model) or "the model")
-  end
-  if answer.mode == "extractive" then
-    local reason = not is_null(answer.fallback) and answer.fallback or (not is_null(answer.degraded) and answer.degraded or nil)
-    if reason then
-      local note = FALLBACK_NOTES[reason] or ("the model's answer was not used (" .. reason .. "); showing the documents' own sentences")
-      return "Quoted from your documents · " .. note
-    end
-    return "Quoted from your documents"
-  end
-  return nil
+  return answer.mode_label
 end
 
 -- The server's grade text for an answer ("Answer", "Closest passages — …", "Not
@@ -556,13 +536,6 @@ function M.grade_label(answer)
 end
 
 -- Copy -------------------------------------------------------------------------
-
--- The grade labels a server without `grade_label` would have sent (wire agreement A).
-local GRADE_LABELS = {
-  answer = "Answer",
-  closest = "Closest passages — they may not answer the question",
-  refused = "Not found in the documents",
-}
 
 -- The link a source opens: `file:///…/doc.md#L103-L107`, `…#L12` or `…/guide.pdf#page=3`.
 function M.citation_link(item)
@@ -602,13 +575,13 @@ end
 function M.answer_markdown(answer)
   local question = vim.trim(((answer.question or ""):gsub("%s+", " ")))
   local out = { "## " .. question, "" }
-  local grade = M.grade_label(answer) or (type(answer.grade) == "string" and GRADE_LABELS[answer.grade]) or nil
+  local grade = M.grade_label(answer)
   if not is_null(answer.time) then
     local stale = answer.stale == true and "; its sources changed since" or ""
     vim.list_extend(out, { string.format("*From Citeline's history, asked %s%s.*", answer.time, stale), "" })
   end
   if answer.refused == true then
-    table.insert(out, ((string.format("**%s.**", grade or GRADE_LABELS.refused)):gsub("%.%.%*%*$", ".**")))
+    table.insert(out, ((string.format("**%s.**", grade or answer.grade or "refused")):gsub("%.%.%*%*$", ".**")))
     table.insert(out, "")
     local hits = answer.hits or {}
     if #hits > 0 then
@@ -668,10 +641,10 @@ end
 
 -- What the answer buffer shows for a finished answer: the question, the grade, the
 -- label, the final text (it replaces what streamed), the sources.
-function M.answer_lines(question, answer, model)
+function M.answer_lines(question, answer)
   local lines = { "# " .. question, "" }
   local grade = M.grade_label(answer)
-  local label = M.answer_label(answer, model)
+  local label = M.answer_label(answer)
   if grade then
     table.insert(lines, "**" .. grade .. "**")
   end
@@ -702,8 +675,7 @@ end
 -- Shows a finished answer (an ask's, or a reopened history entry).
 function M.show_answer(question, answer)
   shown_answer, shown_question = answer, question
-  local model = M.status and M.status.models and M.status.models.generation
-  show_buffer(M.answer_lines(question, answer, model))
+  show_buffer(M.answer_lines(question, answer))
   vim.fn.setqflist({}, " ", { title = "Citeline: " .. question, items = M.quickfix_items(answer.citations) })
 end
 
@@ -724,8 +696,7 @@ function M.open_citation(item)
   end
   if M.local_copy_differs(item) then
     vim.api.nvim_set_current_buf(M.passage_buffer(item))
-    notify(string.format("your copy of %s differs from the team index: showing the indexed passage",
-      item.path))
+    notify(string.format("%s: %s: showing the indexed passage", item.path, copy_note(item)))
     return
   end
   vim.cmd("edit " .. vim.fn.fnameescape(file))

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 
 import { gradeView, renderEntry, type AnswerEntry } from '../../src/answerRender';
-import { GradeLabels, type Answer } from '../../src/protocol';
+import type { Answer } from '../../src/protocol';
 import { answer, citation, hit } from './fixtures';
 
 function done(a: Answer, over: Partial<AnswerEntry> = {}): AnswerEntry {
@@ -17,8 +17,8 @@ test('gradeView: the label is the server text, verbatim; only "closest" is promi
   assert.deepEqual(gradeView(answer({ grade: 'answer', grade_label: 'Answer' })), { grade: 'answer', text: 'Answer', prominent: false });
   // A label the client does not know is still shown as the server wrote it.
   assert.equal(gradeView(answer({ grade: 'answer', grade_label: 'Réponse' }))?.text, 'Réponse');
-  // A grade without a label: the agreed label for it.
-  assert.equal(gradeView(answer({ grade: 'refused', refused: true }))?.text, GradeLabels.refused);
+  // A grade without the server's label: nothing (the client has no words of its own).
+  assert.equal(gradeView(answer({ grade: 'refused', refused: true })), undefined);
   // A server that does not grade: nothing.
   assert.equal(gradeView(answer()), undefined);
   assert.equal(gradeView(undefined), undefined);

@@ -5,7 +5,6 @@ import {
   answerLabel,
   escapeHtml,
   makeNonce,
-  modelName,
   renderAnswerText,
   renderCitations,
   renderEntry,
@@ -98,49 +97,48 @@ test('label: quoted, written by the model and checked, or quoted because the mod
   assert.equal(quoted?.note, undefined);
   assert.match(quoted?.detail ?? '', /verbatim.*53%/);
 
-  const written = answerLabel(answer({ mode: 'generative', generator_called: true, confidence: null }), '/models/qwen2.5-1.5b-instruct-q4_k_m.gguf');
+  const written = answerLabel(
+    answer({ mode: 'generative', mode_label: 'Written by qwen2.5-1.5b-instruct-q4_k_m, checked against sources', generator_called: true, confidence: null }),
+  );
+  assert.equal(written?.mode, 'generative');
   assert.equal(written?.text, 'Written by qwen2.5-1.5b-instruct-q4_k_m, checked against sources');
-  assert.equal(answerLabel(answer({ mode: 'generative' }))?.text, 'Written by the model, checked against sources');
+  assert.match(written?.detail ?? '', /checked against the passage it cites/);
 
-  const unsupported = answerLabel(answer({ generator_called: true, fallback: 'unsupported' }));
+  // The server's texts, verbatim: the label, and the note after a fallback.
+  const note = "the model's answer was not supported by the sources; showing the documents' own sentences";
+  const unsupported = answerLabel(answer({ generator_called: true, fallback: 'unsupported', fallback_note: note }));
   assert.equal(unsupported?.text, 'Quoted from your documents');
-  assert.equal(unsupported?.note, "the model's answer was not supported by the sources; showing the documents' own sentences");
-  assert.match(answerLabel(answer({ fallback: 'timeout', degraded: 'timeout' }))?.note ?? '', /took too long/);
-  assert.match(answerLabel(answer({ fallback: 'context' }))?.note ?? '', /did not fit/);
-  assert.match(answerLabel(answer({ fallback: null, degraded: 'cancelled' }))?.note ?? '', /stopped/);
+  assert.equal(unsupported?.note, note);
 
   // A refusal, or a server that does not say how it answered: no label.
-  assert.equal(answerLabel(answer({ refused: true, mode: null, citations: [] })), undefined);
+  assert.equal(answerLabel(answer({ refused: true, mode: null, mode_label: null, citations: [] })), undefined);
   assert.equal(answerLabel(answer({ mode: undefined as unknown as null })), undefined);
+  assert.equal(answerLabel(answer({ mode_label: undefined })), undefined);
   assert.equal(answerLabel(undefined), undefined);
 });
 
 test('label in the panel: a small note over the answer, the fallback reason beside it', () => {
-  const a = answer({ generator_called: true, fallback: 'unsupported' });
+  const a = answer({
+    generator_called: true,
+    fallback: 'unsupported',
+    fallback_note: "the model's answer was not supported by the sources; showing the documents' own sentences",
+  });
   const html = renderEntry(done({ answer: a }));
   assert.match(html, /<div class="mode mode-extractive" role="note" title="[^"]*"><span class="mode-text">Quoted from your documents<\/span><span class="fallback"> · the model&#39;s answer was not supported by the sources; showing the documents&#39; own sentences<\/span><\/div>/);
-  const g = answer({ mode: 'generative', answer: 'The index is in .citeline [1].' });
-  const written = renderEntry(done({ answer: g, text: g.answer, model: 'Qwen2.5-1.5B.gguf' }));
+  const g = answer({ mode: 'generative', mode_label: 'Written by Qwen2.5-1.5B, checked against sources', answer: 'The index is in .citeline [1].' });
+  const written = renderEntry(done({ answer: g, text: g.answer }));
   assert.match(written, /<div class="mode mode-generative"[^>]*><span class="mode-text">Written by Qwen2\.5-1\.5B, checked against sources<\/span><\/div>/);
   // No label while streaming (the server says how it answered only at the end).
   assert.ok(!renderEntry({ id: '2', question: 'q', state: 'streaming', text: 'The index', startedAt: 0 }).includes('class="mode'));
 });
 
-test('modelName: the file name without folder or .gguf', () => {
-  assert.equal(modelName('/m/SmolLM2-135M-Instruct.Q4_1.gguf'), 'SmolLM2-135M-Instruct.Q4_1');
-  assert.equal(modelName('C:\\models\\phi.GGUF'), 'phi');
-  assert.equal(modelName(''), undefined);
-  assert.equal(modelName(null), undefined);
-});
-
 test('settle: the final answer text replaces what streamed', () => {
   const entry: AnswerEntry = { id: '5', question: 'q', state: 'streaming', text: 'The index is in .citeline [1]. It is also on the moon [2].', startedAt: 0 };
-  const final = answer({ mode: 'generative', answer: 'The index is in .citeline [1].' });
-  settle(entry, final, 'qwen.gguf');
+  const final = answer({ mode: 'generative', mode_label: 'Written by qwen, checked against sources', answer: 'The index is in .citeline [1].' });
+  settle(entry, final);
   assert.equal(entry.state, 'done');
   assert.equal(entry.text, 'The index is in .citeline [1].');
   assert.equal(entry.answer, final);
-  assert.equal(entry.model, 'qwen.gguf');
   const html = renderEntry(entry);
   assert.ok(!html.includes('moon'));
   assert.match(html, /Written by qwen, checked against sources/);

@@ -102,13 +102,17 @@ test('hitPickItem: label, description with score, one-line detail', () => {
 test('a citation into a differing local copy shows the indexed passage, never a line', () => {
   assert.equal(localCopyDiffers(citation()), false);
   assert.equal(localCopyDiffers(citation({ local_copy: 'same' })), false);
-  const differs = citation({ local_copy: 'differs', text: 'Marigolds keep aphids away.\nPlant them early.' });
+  const differs = citation({
+    local_copy: 'differs',
+    local_copy_note: 'your copy of this file differs from the indexed one',
+    text: 'Marigolds keep aphids away.\nPlant them early.',
+  });
   assert.equal(localCopyDiffers(differs), true);
   const shown = passageMarkdown(differs);
   assert.match(shown, /^# getting-started\.md § Getting started > Where things live, lines 40–47/);
   assert.match(shown, /differs from the indexed one/);
   assert.match(shown, /> Marigolds keep aphids away\.\n> Plant them early\./);
-  const missing = passageMarkdown(citation({ local_copy: 'missing', text: 'x' }));
+  const missing = passageMarkdown(citation({ local_copy: 'missing', local_copy_note: 'not in your copy of the documents', text: 'x' }));
   assert.equal(localCopyDiffers(citation({ local_copy: 'missing' })), true);
   assert.match(missing, /not in your copy/);
 });

@@ -70,7 +70,7 @@ test('problems: every document that could not be indexed, with its folder', () =
 
 test('recent answers: the question, its grade when not a plain answer, sources and when', () => {
   const now = Date.parse('2026-12-01T23:00:00Z');
-  const item: HistoryItem = { id: 'a1', time: '2026-12-01T22:55:00Z', folder: 'file:///home/me/notes', question: 'Where is\nthe index?', grade: 'answer', mode: 'extractive', preview: 'The index lives…', sources: 2 };
+  const item: HistoryItem = { id: 'a1', time: '2026-12-01T22:55:00Z', folder: 'file:///home/me/notes', question: 'Where is\nthe index?', grade: 'answer', grade_label: 'Answer', mode: 'extractive', preview: 'The index lives…', sources: 2 };
   assert.deepEqual(historyRow(item, now), {
     id: 'a1',
     label: 'Where is the index?',
@@ -78,8 +78,11 @@ test('recent answers: the question, its grade when not a plain answer, sources a
     tooltip: 'Where is\nthe index?\nAnswer · 2 sources · 2026-12-01T22:55:00Z\nnotes\n\nThe index lives…',
     grade: 'answer',
   });
-  assert.equal(historyRow({ ...item, grade: 'closest' }, now).description, 'closest passages · 2 sources · 5 min ago');
-  assert.match(historyRow({ ...item, grade: 'closest' }, now).tooltip, /Closest passages — they may not answer the question/);
+  const closest = { ...item, grade: 'closest', grade_label: 'Closest passages — they may not answer the question' };
+  assert.equal(historyRow(closest, now).description, 'closest passages · 2 sources · 5 min ago');
+  assert.match(historyRow(closest, now).tooltip, /Closest passages — they may not answer the question/);
+  // The server's words for the grade, verbatim; without them, the grade itself.
+  assert.match(historyRow({ ...item, grade_label: undefined }, now).tooltip, /\nanswer · 2 sources/);
   assert.equal(historyRow({ ...item, grade: 'refused', sources: 0 }, now, { showFolder: true }).description, 'not found · 5 min ago · notes');
 });
 

@@ -46,6 +46,8 @@ from citeline.core.answering.results import (
     REFUSED,
     Answer,
     Evidence,
+    Fallback,
+    Refusal,
     citation_for,
 )
 from citeline.core.answering.scoring import UnitScorer
@@ -53,7 +55,7 @@ from citeline.core.answering.settings import EXTRACTIVE, GENERATIVE, AnswerSetti
 from citeline.core.answering.verification import Verified, VerifySettings, verify
 from citeline.core.documents import Hit
 from citeline.core.generation import Generator
-from citeline.core.scripts import CJK_LANGUAGES, detect_language
+from citeline.core.scripts import detect_language, is_cjk_question
 
 __all__ = ["EXTRACTIVE", "GENERATIVE", "AskContext", "ask"]
 
@@ -103,7 +105,7 @@ class _Ask:
         answer.timings = self.timings
         return answer
 
-    def refusal(self, reason: str, evidence: Sequence[Evidence] = ()) -> Answer:
+    def refusal(self, reason: Refusal, evidence: Sequence[Evidence] = ()) -> Answer:
         """A refusal (``reason``: ``off_topic`` or ``unknown_term``) naming the
         nearest passages."""
         text = refusal_text(self.hits, self.language)
@@ -150,23 +152,23 @@ class _Ask:
 def ask(question: str, ctx: AskContext) -> Answer:
     settings = ctx.settings
     language = detect_language(question)
-    cjk = language in CJK_LANGUAGES
+    cjk = is_cjk_question(question)
     state = _Ask(question, ctx, language, ctx.clock())
     state.hits = ctx.retrieve(question, settings.candidates)
     state.timings = {"retrieval": state.elapsed(), "first_text": None}
     above = evidence_hits(state.hits, settings, cjk)
     if not above:
-        return state.refusal("off_topic")
+        return state.refusal(Refusal.OFF_TOPIC)
     candidates = distinct_evidence(above, settings)
     if ctx.scorer.missing_terms(question, cjk=cjk):
-        return state.refusal("unknown_term", candidates)
+        return state.refusal(Refusal.UNKNOWN_TERM, candidates)
 
     use_dense = ctx.dense_for_cjk or not cjk
     scored = ctx.scorer.score(question, candidates, cjk=cjk, use_dense=use_dense)
     if not use_dense and scored.answerable < settings.min_answerable_keyword_only:
         # Read by keywords alone (CJK bigrams, a low gate), passages this unlikely to
         # answer are off the topic: the scorer is the gate there (docs/quality.md).
-        return state.refusal("off_topic", candidates)
+        return state.refusal(Refusal.OFF_TOPIC, candidates)
     extract = select(scored)
     state.timings["selection"] = state.elapsed()
     if ctx.mode != GENERATIVE or not extract.answered:
@@ -182,7 +184,7 @@ def _generate(state: _Ask, above: list[Hit], extract: Extract) -> Answer:
     budget = generator.context_size - overhead - settings.max_answer_tokens
     evidence = select_evidence(above, settings, budget, generator.count_tokens, language)
     if not evidence:  # nothing fits the generator's context: the evidence speaks for itself
-        return state.extractive(extract, fallback="context")
+        return state.extractive(extract, fallback=Fallback.CONTEXT)
     messages = build_messages(state.question, evidence, language)
     citation_filter = CitationFilter({e.n for e in evidence})
     deadline = state.t0 + (state.timings["retrieval"] or 0.0) + settings.timeout_seconds
@@ -215,7 +217,11 @@ def _generate(state: _Ask, above: list[Hit], extract: Extract) -> Answer:
     if stopped:
         reason = stopped[0]
         return state.extractive(
-            extract, generator_called=True, prompt=messages, degraded=reason, fallback=reason
+            extract,
+            generator_called=True,
+            prompt=messages,
+            degraded=reason,
+            fallback=Fallback(reason),
         )
     checked = verify(clean_answer_text("".join(pieces)), evidence, ctx.verification)
     dropped = _dropped(checked)
@@ -224,7 +230,7 @@ def _generate(state: _Ask, above: list[Hit], extract: Extract) -> Answer:
             extract,
             generator_called=True,
             prompt=messages,
-            fallback="unsupported",
+            fallback=Fallback.UNSUPPORTED,
             dropped=dropped,
         )
     by_n = {e.n: e for e in evidence}

@@ -3,15 +3,48 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from enum import StrEnum
 
 from citeline.core.answering.language import message
 from citeline.core.documents import Hit
 
-# An answer's grade, which every client shows (``grade_label``, docs/lsp-extensions.md):
-ANSWER = "answer"  # the answer scorer judges that the quoted units answer the question
-CLOSEST = "closest"  # on the topic, quoted and cited, but perhaps not answering it
-REFUSED = "refused"  # the documents are off the topic, or lack what the question names
-GRADES = (ANSWER, CLOSEST, REFUSED)
+# The answer's vocabulary, as it goes on the wire (``citeline.wire``, docs/lsp-extensions.md).
+# Each is a ``str``: its JSON is the value.
+
+
+class Grade(StrEnum):
+    """An answer's grade, which every client shows (``grade_label``)."""
+
+    ANSWER = "answer"  # the answer scorer judges that the quoted units answer the question
+    CLOSEST = "closest"  # on the topic, quoted and cited, but perhaps not answering it
+    REFUSED = "refused"  # the documents are off the topic, or lack what the question names
+
+
+class AnswerMode(StrEnum):
+    """Who wrote an answer: the evidence's own sentences, or the generator (checked)."""
+
+    EXTRACTIVE = "extractive"
+    GENERATIVE = "generative"
+
+
+class Fallback(StrEnum):
+    """Why a generative ask answered extractively."""
+
+    UNSUPPORTED = "unsupported"  # no generated sentence was supported by its evidence
+    TIMEOUT = "timeout"
+    CANCELLED = "cancelled"
+    CONTEXT = "context"  # the evidence did not fit in the model's context
+
+
+class Refusal(StrEnum):
+    """Why a refusal refused."""
+
+    OFF_TOPIC = "off_topic"  # no passage is close to the question
+    UNKNOWN_TERM = "unknown_term"  # the question names a term no document contains
+
+
+ANSWER, CLOSEST, REFUSED = Grade.ANSWER, Grade.CLOSEST, Grade.REFUSED
+GRADES = tuple(Grade)
 
 
 @dataclass(frozen=True)
@@ -79,10 +112,9 @@ class Answer:
     timings: dict[str, float | None] = field(default_factory=dict)
     # Who wrote the answer: "extractive" (the evidence's own sentences) or "generative"
     # (the generator, every sentence checked); None for a refusal.
-    mode: str | None = None
-    # Why a generative ask answered extractively: "unsupported" (no generated sentence
-    # was supported by its evidence), "timeout", "cancelled".
-    fallback: str | None = None
+    mode: AnswerMode | None = None
+    # Why a generative ask answered extractively.
+    fallback: Fallback | None = None
     # Generated sentences the check removed, with the reason (for the ask record).
     dropped: list[dict[str, object]] = field(default_factory=list)
     # The scorer's probability that the evidence answers the question.
@@ -90,10 +122,9 @@ class Answer:
     # The generator's file name, when it wrote the answer.
     model: str | None = None
     # ANSWER, CLOSEST or REFUSED; None: REFUSED for a refusal, else ANSWER.
-    grade: str | None = None
-    # Why a refusal refused: "off_topic" (no passage is close to the question) or
-    # "unknown_term" (the question names a term no document contains).
-    refusal: str | None = None
+    grade: Grade | None = None
+    # Why a refusal refused.
+    refusal: Refusal | None = None
 
     def __post_init__(self) -> None:
         if self.grade is None:

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-EXTRACTIVE = "extractive"
-GENERATIVE = "generative"
+from citeline.core.answering.results import AnswerMode
+
+EXTRACTIVE = AnswerMode.EXTRACTIVE
+GENERATIVE = AnswerMode.GENERATIVE
 ANSWER_MODES = ("auto", EXTRACTIVE, GENERATIVE)
 
 

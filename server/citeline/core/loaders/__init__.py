@@ -15,7 +15,7 @@ import logging
 from collections.abc import Callable
 from pathlib import Path
 
-from citeline.core.documents import LoadError, SourceDocument, display_text
+from citeline.core.documents import DocumentKind, LoadError, SourceDocument, display_text
 from citeline.core.files import FileRefused, read_regular_file
 
 __all__ = [
@@ -35,8 +35,9 @@ DEFAULT_MAX_BYTES = 20 * 1024 * 1024
 # (bytes, rel_path, file name) -> document
 _Loader = Callable[[bytes, str, str], SourceDocument]
 
-# suffix -> (module in this package, its loader function, the format's name)
-_LOADERS: dict[str, tuple[str, str, str]] = {
+# suffix -> (module in this package, its loader function, the format's name); the
+# module is named by its documents' ``DocumentKind``, so the two cannot drift
+_LOADERS: dict[str, tuple[DocumentKind, str, str]] = {
     ".md": ("markdown", "load_markdown", "Markdown"),
     ".markdown": ("markdown", "load_markdown", "Markdown"),
     ".mdx": ("markdown", "load_markdown", "MDX"),
