@@ -136,6 +136,7 @@ class FolderStatus(TypedDict):
     collection: str | None
     generation: int | None
     read_only: bool
+    paused: bool
     message: NotRequired[str]
 
 
@@ -201,6 +202,10 @@ class ReindexParams(TypedDict, total=False):
     folder: str
 
 
+class PauseIndexingParams(TypedDict, total=False):
+    folder: str
+
+
 class HistoryParams(TypedDict, total=False):
     folder: str
     query: str
@@ -229,6 +234,12 @@ class StatusResult(TypedDict):
 
 class ReindexResult(TypedDict):
     folders: list[ReindexFolderReport]
+
+
+class PauseIndexingResult(TypedDict):
+    """The folders paused (or resumed), each as ``citeline/status`` lists it."""
+
+    folders: list[FolderStatus]
 
 
 class HistoryResult(TypedDict):
@@ -265,13 +276,26 @@ SEARCH = Method("citeline/search", SearchParams, SearchResult)
 STATUS = Method("citeline/status", None, StatusResult)  # also a notification
 INDEX_FOLDER = Method("citeline/indexFolder", IndexFolderParams, FolderStatus)
 REINDEX = Method("citeline/reindex", ReindexParams, ReindexResult)
+PAUSE_INDEXING = Method("citeline/pauseIndexing", PauseIndexingParams, PauseIndexingResult)
+RESUME_INDEXING = Method("citeline/resumeIndexing", PauseIndexingParams, PauseIndexingResult)
 HISTORY = Method("citeline/history", HistoryParams, HistoryResult)
 HISTORY_ENTRY = Method("citeline/historyEntry", HistoryEntryParams, HistoryEntry)
 HISTORY_DELETE = Method("citeline/historyDelete", HistoryDeleteParams, HistoryDeleteResult)
 
 METHODS: dict[str, Method] = {
     m.name: m
-    for m in (ASK, SEARCH, STATUS, INDEX_FOLDER, REINDEX, HISTORY, HISTORY_ENTRY, HISTORY_DELETE)
+    for m in (
+        ASK,
+        SEARCH,
+        STATUS,
+        INDEX_FOLDER,
+        REINDEX,
+        PAUSE_INDEXING,
+        RESUME_INDEXING,
+        HISTORY,
+        HISTORY_ENTRY,
+        HISTORY_DELETE,
+    )
 }
 
 # ``workspace/executeCommand`` twins (positional arguments) for clients that only

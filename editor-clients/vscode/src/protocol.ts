@@ -424,6 +424,8 @@ export interface Requests {
   'citeline/status': { params: null; result: StatusResult };
   'citeline/indexFolder': { params: IndexFolderParams; result: FolderStatus };
   'citeline/reindex': { params: ReindexParams; result: ReindexResult };
+  'citeline/pauseIndexing': { params: PauseIndexingParams; result: PauseIndexingResult };
+  'citeline/resumeIndexing': { params: PauseIndexingParams; result: PauseIndexingResult };
   'citeline/history': { params: HistoryParams; result: HistoryResult };
   'citeline/historyEntry': { params: HistoryEntryParams; result: HistoryEntry };
   'citeline/historyDelete': { params: HistoryDeleteParams; result: HistoryDeleteResult };

@@ -9,34 +9,36 @@ folder's status, as ``citeline/status`` lists it.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
+from citeline import wire
 from citeline.lsp.convert import path_to_uri
 from citeline.lsp.errors import reported
-from citeline.lsp.params import folder_param, object_params
+from citeline.lsp.params import folder_param, request_params
 
 if TYPE_CHECKING:
     from citeline.lsp.server import CitelineServer
     from citeline.service.folders import Folder
 
-PAUSE = "citeline/pauseIndexing"
-RESUME = "citeline/resumeIndexing"
+PAUSE = wire.PAUSE_INDEXING.name
+RESUME = wire.RESUME_INDEXING.name
 
 
-def _folders_json(ls: CitelineServer, folders: list[Folder]) -> dict[str, Any]:
+def _folders_json(ls: CitelineServer, folders: list[Folder]) -> wire.PauseIndexingResult:
     statuses = (ls.service.folder_status(f) for f in folders)
-    return {"folders": [{"uri": path_to_uri(s.docs), **s.to_json()} for s in statuses]}
+    listed = [{"uri": path_to_uri(s.docs), **s.to_json()} for s in statuses]
+    return {"folders": cast(list[wire.FolderStatus], listed)}
 
 
 def register(ls: CitelineServer) -> None:
     @ls.feature(PAUSE)
     @reported(PAUSE)
-    async def pause(ls: CitelineServer, params: Any) -> dict[str, Any]:
-        args = object_params(PAUSE, params, ("folder",))
+    async def pause(ls: CitelineServer, params: Any) -> wire.PauseIndexingResult:
+        args = request_params(wire.PAUSE_INDEXING, params)
         return _folders_json(ls, ls.service.pause(folder_param(PAUSE, args, "folder")))
 
     @ls.feature(RESUME)
     @reported(RESUME)
-    async def resume(ls: CitelineServer, params: Any) -> dict[str, Any]:
-        args = object_params(RESUME, params, ("folder",))
+    async def resume(ls: CitelineServer, params: Any) -> wire.PauseIndexingResult:
+        args = request_params(wire.RESUME_INDEXING, params)
         return _folders_json(ls, ls.service.resume(folder_param(RESUME, args, "folder")))
