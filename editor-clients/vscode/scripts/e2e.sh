@@ -114,8 +114,12 @@ CS_PID=$!
 collect() {
   cp "$RUN/code-server.log" "$RESULTS/" 2>/dev/null || true
   # The extension host's output channels (the "Citeline" one has the daemon's stderr).
-  find "$RUN/user-data/logs" -name '*Citeline*.log' -exec cp {} "$RESULTS/" \; 2>/dev/null || true
-  find "$RUN/user-data/logs" -name 'remoteexthost.log' -exec cp {} "$RESULTS/" \; 2>/dev/null || true
+  # One of each per extension host (a window reload starts another): named after it.
+  find "$RUN/user-data/logs" \( -name '*Citeline*.log' -o -name 'remoteexthost.log' \) 2>/dev/null |
+    while read -r log; do
+      host=$(basename "$(dirname "$log")"); [ "${host#output_logging}" != "$host" ] && host=$(basename "$(dirname "$(dirname "$log")")")
+      cp "$log" "$RESULTS/$host-$(basename "$log")" 2>/dev/null || true
+    done
 }
 cleanup() {
   # setsid made code-server a process-group leader; the extension host and the

@@ -36,7 +36,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     vscode.commands.registerCommand('citeline.restartServer', () => s.restart()),
   );
   const setup = new ServerSetup(context, s.output);
-  s.locate = (cmd) => setup.locate(cmd, true);
+  s.locate = (cmd, offer) => setup.locate(cmd, offer);
   registerSetupFeatures(context, s, setup);
   registerAnswerFeatures(context, s, asker);
   void s.startIfUseful();

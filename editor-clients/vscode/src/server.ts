@@ -20,6 +20,9 @@ import { StatusMethod, WorkDoneProgressCancelMethod, type StatusResult } from '.
 import { SECTION, formatCommand, needsRestart, type ServerCommand } from './settings';
 import type { ClientState, IndexProgress } from './statusModel';
 
+/** How long a start with no server in the settings waits for late settings before offering to install. */
+const SETTINGS_GRACE_MS = 10_000;
+
 export class ServerNotRunning extends Error {
   constructor(detail = 'The Citeline server is not running.') {
     super(detail);
@@ -53,7 +56,8 @@ export class CitelineServer implements vscode.Disposable {
   private restartTimer: NodeJS.Timeout | undefined;
 
   /** Finds the server when the settings name none (install.ts), set before the first start. */
-  locate: ((cmd: ServerCommand) => Promise<ServerCommand | undefined>) | undefined;
+  /** Finds the server for a command the settings do not name; with `offer`, may offer to install it. */
+  locate: ((cmd: ServerCommand, offer: boolean) => Promise<ServerCommand | undefined>) | undefined;
 
   /** Middleware added to the client's (hover), set before the first start. */
   extraMiddleware: Middleware = {};
@@ -128,6 +132,21 @@ export class CitelineServer implements vscode.Disposable {
     return this.starting;
   }
 
+  /** The server the settings name, once they do (polled: no event says the settings arrived). */
+  private async configuredServer(waitMs: number): Promise<ReturnType<typeof serverCommand> | undefined> {
+    const end = Date.now() + waitMs;
+    for (;;) {
+      const now = serverCommand();
+      if (now.cmd.source !== 'PATH') {
+        return now;
+      }
+      if (Date.now() >= end) {
+        return undefined;
+      }
+      await new Promise((r) => setTimeout(r, 250));
+    }
+  }
+
   private setState(state: ClientState): void {
     this.state = state;
     this.changed.fire();
@@ -140,13 +159,23 @@ export class CitelineServer implements vscode.Disposable {
       this.client = undefined;
       await previous.dispose(2000).catch(() => undefined);
     }
-    const resolved = serverCommand();
-    const { problems } = resolved;
+    let resolved = serverCommand();
     let { cmd, line } = resolved;
     if (this.locate) {
       // No server named in the settings: find one, or offer to install it (one notification).
       this.setState('starting');
-      const found = await this.locate(cmd);
+      let found = await this.locate(cmd, false);
+      if (!found) {
+        // A window that has just (re)loaded can activate the extension before the user's
+        // settings reach it (seen in code-server): a configured server wins over the offer.
+        const later = await this.configuredServer(SETTINGS_GRACE_MS);
+        if (later) {
+          this.output.appendLine(`[client] the settings name a server: ${later.line}`);
+          resolved = later;
+          ({ cmd, line } = later);
+        }
+        found = await this.locate(cmd, true);
+      }
       if (!found) {
         this.output.appendLine('[client] no Citeline server found: not started');
         this.setState('failed');
@@ -157,6 +186,7 @@ export class CitelineServer implements vscode.Disposable {
         line = formatCommand(found);
       }
     }
+    const { problems } = resolved;
     const { settings, problems: settingProblems } = serverSettings();
     for (const p of [...problems, ...settingProblems]) {
       this.output.appendLine(`[client] warning: ${p}`);
