@@ -101,7 +101,9 @@ def p95(values: list[float]) -> float:
     return round(sorted(values)[max(0, int(0.95 * len(values)) - 1)], 3)
 
 
-def ask_figures(ws: Workspace, mode: str, questions: list[str]) -> dict[str, float]:
+def ask_figures(
+    ws: Workspace, mode: str, questions: list[str], answers: list[dict[str, object]] | None = None
+) -> dict[str, float]:
     ws.settings = dataclasses.replace(
         ws.settings, answer=dataclasses.replace(ws.settings.answer, mode=mode)
     )
@@ -114,6 +116,16 @@ def ask_figures(ws: Workspace, mode: str, questions: list[str]) -> dict[str, flo
             first.append(float(t["first_text"]))
         total.append(float(t["total"] or 0))
         after.append(total[-1] - retrieval[-1])
+        if answers is not None:
+            answers.append(
+                {
+                    "question": question,
+                    "grade": answer.grade,
+                    "text": answer.text,
+                    "cited": [c.path for c in answer.citations],
+                    "confidence": answer.confidence,
+                }
+            )
     return {
         "retrieval_s": median(retrieval),
         "first_text_s": median(first),
@@ -124,8 +136,11 @@ def ask_figures(ws: Workspace, mode: str, questions: list[str]) -> dict[str, flo
     }
 
 
-def unit_vector_figures(ws: Workspace, questions: list[str]) -> dict[str, dict[str, float]]:
-    """Extractive asks with the unit vectors cold, kept in the index, then in memory."""
+def unit_vector_figures(
+    ws: Workspace, questions: list[str], answers: dict[str, list[dict[str, object]]]
+) -> dict[str, dict[str, float]]:
+    """Extractive asks with the unit vectors cold, kept in the index, then in memory;
+    ``answers`` gets each pass's answers."""
     out: dict[str, dict[str, float]] = {}
     for source in ("cold", "kept", "memory"):
         if source != "memory":  # a fresh memory; cold: nor the index's kept vectors
@@ -134,7 +149,7 @@ def unit_vector_figures(ws: Workspace, questions: list[str]) -> dict[str, dict[s
                 ws.embedder.embed_documents, ws.embedder.dimension, lookup
             )
         before = ws.unit_vectors.embedded
-        out[source] = ask_figures(ws, "extractive", questions)
+        out[source] = ask_figures(ws, "extractive", questions, answers.setdefault(source, []))
         out[source]["units_embedded_per_ask"] = round(
             (ws.unit_vectors.embedded - before) / len(questions), 1
         )
@@ -147,6 +162,7 @@ def print_row(load: int, row: dict[str, Any]) -> None:
     print(
         f"== {load} busy process(es) beside (load average {start} at the start, {end} at the end)"
     )
+    print(f"  the same answers whatever the unit vectors' source: {row['same_answers']}")
     for source, f in row["unit_vectors"].items():
         print(
             f"  extractive, unit vectors {source:6}  after retrieval {f['after_retrieval_s']:.3f} s"
@@ -179,6 +195,9 @@ def main() -> None:
     parser.add_argument("--questions", type=Path, help="JSON lines with a question each")
     parser.add_argument("--limit", type=int, default=0, help="ask the first N questions")
     parser.add_argument(
+        "--answers", type=Path, help="write each extractive pass's answers here (JSON lines)"
+    )
+    parser.add_argument(
         "--extractive-only", action="store_true", help="no generative or raw model figures"
     )
     args = parser.parse_args()
@@ -210,7 +229,18 @@ def main() -> None:
     for load in [int(x) for x in args.loads.split(",")]:
         with busy_processes(load):
             start_load = round(os.getloadavg()[0], 2)
-            row: dict[str, object] = {"unit_vectors": unit_vector_figures(workspace, questions)}
+            answers: dict[str, list[dict[str, object]]] = {}
+            row: dict[str, object] = {
+                "unit_vectors": unit_vector_figures(workspace, questions, answers)
+            }
+            same = all(answers[k] == answers["cold"] for k in answers)
+            row["same_answers"] = same
+            if args.answers:
+                with args.answers.open("a", encoding="utf-8") as sink:
+                    for source, rows in answers.items():
+                        for item in rows:
+                            line = {"load": load, "unit_vectors": source, **item}
+                            sink.write(json.dumps(line, ensure_ascii=False) + "\n")
             if not args.extractive_only:
                 row["extractive"] = ask_figures(workspace, "extractive", questions)
                 row["generative"] = ask_figures(workspace, "generative", questions)
