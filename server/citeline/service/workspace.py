@@ -296,7 +296,7 @@ def answer(
             lambda terms: through_index(lambda ws: ws.retriever.unknown_terms(terms)),
             lambda text: through_index(lambda ws: ws.embedder.count_tokens(text)),
             lambda texts: through_index(lambda ws: ws.unit_vectors(texts)),
-            lambda query: through_index(lambda ws: ws.embedder.embed_query(query)),
+            lambda query: through_index(lambda ws: ws.retriever.query_vector(query)),
         ),
         generator=generator,
         settings=settings.answer,
