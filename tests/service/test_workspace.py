@@ -85,7 +85,7 @@ def test_an_ask_is_answered_in_the_resolved_mode_and_recorded(workspace: Workspa
     assert record["models"]["generation"] == "scripted"
 
 
-GARDEN = {
+HANDBOOK = {
     "garden.md": "# Garden handbook\n\n## Watering\n\nWater the tomatoes every morning."
     " Use rain water from the barrel when it is full. Never water the leaves in full sun."
     "\n\n## Pruning\n\nPrune the roses in early spring. Cut above an outward-facing bud.\n",
@@ -100,7 +100,7 @@ def _quoted(answer: Answer) -> tuple[object, ...]:
 def test_a_second_ask_of_the_same_evidence_embeds_no_unit_again(
     tmp_path: Path, models: ModelPool, embedder: CountingEmbedder
 ) -> None:
-    docs = write_files(tmp_path / "garden", GARDEN)
+    docs = write_files(tmp_path / "handbook", HANDBOOK)
     settings, _ = load_settings(docs)
     ws = open_workspace(docs, settings, models)
     ws.update()
@@ -127,7 +127,7 @@ def test_another_embedding_model_does_not_reuse_kept_unit_vectors(
     converted: LlamaEmbedder,
     real_generator: Generator,
 ) -> None:
-    docs = write_files(tmp_path / "garden", GARDEN)
+    docs = write_files(tmp_path / "handbook", HANDBOOK)
     settings, _ = load_settings(docs)
     ws = open_workspace(docs, settings, models)
     ws.update()

@@ -68,16 +68,16 @@ class UnitVectors:
         if wanted and self.lookup is not None:
             for key, vector in self.lookup(wanted).items():
                 found[key] = vector
-                self._unkeep(key, vector)  # used again: marked used when kept
+                self._push(self._unkept, key, vector)  # used again: marked used when kept
         missing = {key: text for key, text in zip(keys, texts, strict=True) if key not in found}
         if missing:
             vectors = self.embed(list(missing.values()))
             self.embedded += len(missing)
             for key, vector in zip(missing, vectors, strict=True):
                 found[key] = vector
-                self._unkeep(key, vector)
+                self._push(self._unkept, key, vector)
         for key in keys:
-            self._remember(key, found[key])
+            self._push(self._memory, key, found[key])
         if not keys:
             return np.empty((0, self.dimension), dtype=np.float32)
         return np.stack([np.asarray(found[key], dtype=np.float32) for key in keys])
@@ -88,12 +88,6 @@ class UnitVectors:
         out = dict(self._unkept)
         self._unkept.clear()
         return out
-
-    def _remember(self, key: str, vector: Vectors) -> None:
-        self._push(self._memory, key, vector)
-
-    def _unkeep(self, key: str, vector: Vectors) -> None:
-        self._push(self._unkept, key, vector)
 
     def _push(self, store: OrderedDict[str, Vectors], key: str, vector: Vectors) -> None:
         store[key] = vector
