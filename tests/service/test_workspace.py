@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import fcntl
 import json
+import os
+import time
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
@@ -10,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from citeline.app import ModelPool, open_workspace
+from citeline.backends.embedded import LOCK_FILE
 from citeline.backends.llama.embedder import LlamaEmbedder
 from citeline.core.answering.results import Answer
 from citeline.core.generation import Generator
@@ -117,6 +121,29 @@ def test_a_second_ask_of_the_same_evidence_embeds_no_unit_again(
     before = embedder.embedded
     third = reopened.ask(WATERING)  # from the index's kept vectors
     assert embedder.embedded == before and _quoted(third) == _quoted(first)
+    reopened.close()
+
+
+def test_closing_never_waits_for_another_process_writing_the_index(
+    tmp_path: Path, models: ModelPool, embedder: CountingEmbedder
+) -> None:
+    docs = write_files(tmp_path / "handbook", HANDBOOK)
+    settings, _ = load_settings(docs)
+    ws = open_workspace(docs, settings, models)
+    ws.update()
+    ws.ask(WATERING)
+    fd = os.open(ws.index_dir / LOCK_FILE, os.O_RDWR | os.O_CREAT)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)  # as another process's ingest would
+        started = time.monotonic()
+        ws.close()
+        assert time.monotonic() - started < 5
+    finally:
+        os.close(fd)
+    reopened = open_workspace(docs, settings, models)
+    before = embedder.embedded
+    reopened.ask(WATERING)  # not kept: embedded again
+    assert embedder.embedded > before
     reopened.close()
 
 

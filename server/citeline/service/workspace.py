@@ -120,6 +120,8 @@ class Workspace:
         try:
             with self.index.writing(between):
                 self.index.add_vectors(vectors)
+        except _Busy:
+            log.info("answer unit vectors not kept: another process is writing the index")
         except (BackendError, OSError) as exc:
             log.warning("answer unit vectors not kept in the index: %s", exc)
 
@@ -240,8 +242,17 @@ class Workspace:
         )
 
     def close(self) -> None:
-        self.keep_unit_vectors()
+        self.keep_unit_vectors(_give_up)  # a closing command never waits for the lock
         self.index.close()
+
+
+class _Busy(Exception):
+    """Another process holds the index's write lock."""
+
+
+def _give_up() -> None:
+    """A ``between`` that stops waiting for another process's write lock."""
+    raise _Busy
 
 
 def cited_passages(result: Answer) -> dict[int, str]:
