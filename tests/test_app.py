@@ -97,6 +97,10 @@ def test_a_team_index_is_read_only_unless_its_writer_opens_it(
         report = reader.update()  # a refresh: the reader indexes nothing
         assert report.files == 1 and report.embedded == 0
         assert reader.search("tomatoes sun", 1)[0].chunk.path == "garden.md"
+        answer = reader.ask("How many hours of sun do tomatoes need?")
+        assert answer.citations and reader.unit_vectors.embedded > 0
+        reader.keep_unit_vectors()  # a reader writes nothing: its unit vectors stay in memory
+        assert reader.unit_vectors.take_unkept()
         status = reader.status()
         assert status.read_only and status.generation and status.index.endswith("#" + collection)
         assert not (docs / ".citeline" / "index.sqlite3").exists()

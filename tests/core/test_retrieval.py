@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from citeline.app import ModelPool, Workspace, open_workspace
@@ -108,6 +109,22 @@ def test_hybrid_hits_carry_both_absolute_scores(workspace: Workspace) -> None:
     assert top.keyword is not None and top.rerank is None
     assert [hit.rank for hit in hits] == [1, 2, 3]
     assert hits[0].score >= hits[1].score >= hits[2].score
+
+
+def test_the_question_just_searched_is_not_embedded_again_for_its_answer(
+    workspace: Workspace, embedder: CountingEmbedder
+) -> None:
+    retriever = workspace.retriever
+    question = "do tomatoes want sunshine"
+    retriever.search(question, k=3)
+    searched = embedder.queries
+    vector = retriever.query_vector(question)
+    assert embedder.queries == searched
+    assert np.array_equal(vector, embedder.inner.embed_query(question))
+    retriever.query_vector("how long is bread kneaded")  # not the last search's: embedded
+    assert embedder.queries == searched + 1
+    retriever.search(question, k=3)  # every search embeds its query
+    assert embedder.queries == searched + 2
 
 
 def test_chinese_questions_use_keywords_with_the_bundled_model(workspace: Workspace) -> None:

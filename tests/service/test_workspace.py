@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import fcntl
 import json
+import os
+import time
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
@@ -10,9 +13,19 @@ from pathlib import Path
 import pytest
 
 from citeline.app import ModelPool, open_workspace
+from citeline.backends.embedded import LOCK_FILE
+from citeline.backends.llama.embedder import LlamaEmbedder
+from citeline.core.answering.results import Answer
+from citeline.core.generation import Generator
 from citeline.core.walking import DocumentFilter
 from citeline.service.workspace import Workspace, answer_mode, reranker_name
-from citeline.settings import GenerationSettings, RerankingSettings, Settings, load_settings
+from citeline.settings import (
+    EmbeddingSettings,
+    GenerationSettings,
+    RerankingSettings,
+    Settings,
+    load_settings,
+)
 from conftest import CountingEmbedder
 from corpora import KITCHEN, write_files
 from memory import ScriptedGenerator
@@ -74,6 +87,93 @@ def test_an_ask_is_answered_in_the_resolved_mode_and_recorded(workspace: Workspa
     assert written.generator_called
     record = json.loads((workspace.index_dir / "asks.jsonl").read_text().splitlines()[-1])
     assert record["models"]["generation"] == "scripted"
+
+
+HANDBOOK = {
+    "garden.md": "# Garden handbook\n\n## Watering\n\nWater the tomatoes every morning."
+    " Use rain water from the barrel when it is full. Never water the leaves in full sun."
+    "\n\n## Pruning\n\nPrune the roses in early spring. Cut above an outward-facing bud.\n",
+}
+WATERING = "How often should I water the tomatoes?"
+
+
+def _quoted(answer: Answer) -> tuple[object, ...]:
+    return (answer.text, answer.grade, [c.path for c in answer.citations])
+
+
+def test_a_second_ask_of_the_same_evidence_embeds_no_unit_again(
+    tmp_path: Path, models: ModelPool, embedder: CountingEmbedder
+) -> None:
+    docs = write_files(tmp_path / "handbook", HANDBOOK)
+    settings, _ = load_settings(docs)
+    ws = open_workspace(docs, settings, models)
+    ws.update()
+    before = embedder.embedded
+    first = ws.ask(WATERING)
+    units = embedder.embedded - before
+    assert units > 0 and ws.unit_vectors.embedded == units and first.grade == "answer"
+    again = ws.ask(WATERING)  # from memory
+    assert embedder.embedded - before == units and _quoted(again) == _quoted(first)
+    ws.close()  # keeps them in the index
+
+    reopened = open_workspace(docs, settings, models)  # a new process would do the same
+    reopened.update()
+    before = embedder.embedded
+    third = reopened.ask(WATERING)  # from the index's kept vectors
+    assert embedder.embedded == before and _quoted(third) == _quoted(first)
+    reopened.close()
+
+
+def test_closing_never_waits_for_another_process_writing_the_index(
+    tmp_path: Path, models: ModelPool, embedder: CountingEmbedder
+) -> None:
+    docs = write_files(tmp_path / "handbook", HANDBOOK)
+    settings, _ = load_settings(docs)
+    ws = open_workspace(docs, settings, models)
+    ws.update()
+    ws.ask(WATERING)
+    fd = os.open(ws.index_dir / LOCK_FILE, os.O_RDWR | os.O_CREAT)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)  # as another process's ingest would
+        started = time.monotonic()
+        ws.close()
+        assert time.monotonic() - started < 5
+    finally:
+        os.close(fd)
+    reopened = open_workspace(docs, settings, models)
+    before = embedder.embedded
+    reopened.ask(WATERING)  # not kept: embedded again
+    assert embedder.embedded > before
+    reopened.close()
+
+
+def test_another_embedding_model_does_not_reuse_kept_unit_vectors(
+    tmp_path: Path,
+    models: ModelPool,
+    embedder: CountingEmbedder,
+    converted: LlamaEmbedder,
+    real_generator: Generator,
+) -> None:
+    docs = write_files(tmp_path / "handbook", HANDBOOK)
+    settings, _ = load_settings(docs)
+    ws = open_workspace(docs, settings, models)
+    ws.update()
+    before = embedder.embedded
+    ws.ask(WATERING)
+    units = embedder.embedded - before
+    ws.close()
+
+    other = CountingEmbedder(converted)  # another model file: another fingerprint
+    assert other.fingerprint != embedder.fingerprint
+    pool = ModelPool(
+        embedders={EmbeddingSettings(): other}, generators={GenerationSettings(): real_generator}
+    )
+    ws = open_workspace(docs, settings, pool)
+    ws.update()  # every chunk embedded again, the kept vectors forgotten
+    before = other.embedded
+    ws.ask(WATERING)
+    assert other.embedded - before == units > 0
+    ws.close()
 
 
 def test_auto_writes_answers_with_a_model_the_user_brings() -> None:

@@ -105,13 +105,22 @@ class Retriever:
         self.settings = settings
         self.reranker = reranker
         self.rerank_candidates = rerank_candidates
+        self._last_query: tuple[str, np.ndarray] | None = None
 
     # -- the two methods ---------------------------------------------------------
 
     def dense(self, query: str, k: int) -> tuple[np.ndarray, list[tuple[int, float]]]:
         """The query vector and (chunk id, cosine) for the k nearest chunks."""
         vector = self.embedder.embed_query(query)
+        self._last_query = (query, vector)
         return vector, self.index.dense_search(vector, k)
+
+    def query_vector(self, query: str) -> np.ndarray:
+        """The query's embedding: the last search's when it searched ``query`` (an ask
+        scores its units against the question it has just searched)."""
+        if self._last_query is not None and self._last_query[0] == query:
+            return self._last_query[1]
+        return self.embedder.embed_query(query)
 
     def keyword(self, query: str, k: int) -> list[tuple[int, float]]:
         """(chunk id, normalised BM25) for the k best keyword matches."""

@@ -13,6 +13,7 @@ language server through its index worker; :func:`answer_mode` resolves ``auto``.
 from __future__ import annotations
 
 import functools
+import logging
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -22,6 +23,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
 from citeline.core.answering.settings import EXTRACTIVE, GENERATIVE
 from citeline.core.documents import Hit, LoadError
 from citeline.core.embedding import Embedder
+from citeline.core.errors import BackendError
 from citeline.core.generation import Generator
 from citeline.core.index import DocumentIndex, IndexCounts
 from citeline.core.ingest import (
@@ -40,7 +42,10 @@ from citeline.settings import GenerationSettings, RerankingSettings, Settings
 
 if TYPE_CHECKING:  # the answer stage is imported by the first ask, not by a search
     from citeline.core.answering.results import Answer
+    from citeline.core.answering.unit_vectors import UnitVectors
     from citeline.service.workers import OnIndex
+
+log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
@@ -83,11 +88,42 @@ class Workspace:
     retriever: Retriever
     # path -> (size, mtime_ns, sha256) of local files already hashed
     _local_hashes: dict[str, tuple[int, int, str]] = field(default_factory=dict, repr=False)
+    _unit_vectors: UnitVectors | None = field(default=None, repr=False)
 
     @property
     def read_only(self) -> bool:
         """A reader of a team collection: it never indexes its folder, only refreshes."""
         return self.index.read_only
+
+    @property
+    def unit_vectors(self) -> UnitVectors:
+        """The answer units' embeddings for this folder's index (made on first use)."""
+        if self._unit_vectors is None:
+            from citeline.core.answering.unit_vectors import UnitVectors
+
+            self._unit_vectors = UnitVectors(
+                self.embedder.embed_documents,
+                self.embedder.dimension,
+                lookup=self.index.vectors_for_keys,
+            )
+        return self._unit_vectors
+
+    def keep_unit_vectors(self, between: Between | None = None) -> None:
+        """Keep the unit vectors computed or used since the last time in the index
+        (content-addressed, so always safe); a reader of a team collection keeps none.
+        Derived data: when they cannot be written, they are computed again later."""
+        if self._unit_vectors is None or self.read_only:
+            return
+        vectors = self._unit_vectors.take_unkept()
+        if not vectors:
+            return
+        try:
+            with self.index.writing(between):
+                self.index.add_vectors(vectors)
+        except _Busy:
+            log.info("answer unit vectors not kept: another process is writing the index")
+        except (BackendError, OSError) as exc:
+            log.warning("answer unit vectors not kept in the index: %s", exc)
 
     @property
     def reranker(self) -> Reranker | None:
@@ -119,9 +155,11 @@ class Workspace:
             report = self.ingestor.report()
             report.seconds = time.perf_counter() - started
             return report
-        return self.ingestor.update(
+        report = self.ingestor.update(
             paths, progress=progress, cancelled=cancelled, between=between, planned=planned
         )
+        self.keep_unit_vectors(between)
+        return report
 
     def local_copies(self, paths: Iterable[str]) -> dict[str, LocalCopy]:
         """For each path (relative to the folder): is the file here the one the index
@@ -204,7 +242,17 @@ class Workspace:
         )
 
     def close(self) -> None:
+        self.keep_unit_vectors(_give_up)  # a closing command never waits for the lock
         self.index.close()
+
+
+class _Busy(Exception):
+    """Another process holds the index's write lock."""
+
+
+def _give_up() -> None:
+    """A ``between`` that stops waiting for another process's write lock."""
+    raise _Busy
 
 
 def cited_passages(result: Answer) -> dict[int, str]:
@@ -258,8 +306,8 @@ def answer(
             lambda terms: through_index(lambda ws: ws.retriever.term_weights(terms)),
             lambda terms: through_index(lambda ws: ws.retriever.unknown_terms(terms)),
             lambda text: through_index(lambda ws: ws.embedder.count_tokens(text)),
-            lambda texts: through_index(lambda ws: ws.embedder.embed_documents(texts)),
-            lambda query: through_index(lambda ws: ws.embedder.embed_query(query)),
+            lambda texts: through_index(lambda ws: ws.unit_vectors(texts)),
+            lambda query: through_index(lambda ws: ws.retriever.query_vector(query)),
         ),
         generator=generator,
         settings=settings.answer,
