@@ -75,6 +75,18 @@ def synthetic_texts(pieces: list[str], size: int, seed: int = 1) -> Iterator[str
         yield " ".join(w for w in words if rng.random() > 0.2) or words[0]
 
 
+def synthetic_terms(pieces: list[str], size: int, seed: int = 1) -> Iterator[str]:
+    """The keyword terms of ``size`` chunks as :func:`synthetic_texts` makes them, a fifth
+    of each piece's terms dropped rather than of its words (each piece stemmed once)."""
+    from citeline.core.keywords import terms
+
+    rng = random.Random(seed)
+    stemmed = [terms(piece) or ["empty"] for piece in pieces]
+    for _ in range(size):
+        words = stemmed[rng.randrange(len(stemmed))]
+        yield " ".join(w for w in words if rng.random() > 0.2) or words[0]
+
+
 def load_average() -> list[float]:
     """The 1, 5 and 15 minute load averages, as `uptime` prints them."""
     return [round(x, 2) for x in os.getloadavg()]

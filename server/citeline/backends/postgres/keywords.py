@@ -57,11 +57,13 @@ _SHARE = "q.idf * p.tf * %(k1p)s / (p.tf + %(k1)s * (%(omb)s + %(b)s * p.length 
 _QUERY = "q AS (SELECT * FROM unnest(%(terms)s::text[], %(idfs)s::float8[],"
 _QUERY += " %(essential)s::bool[]) AS q(term, idf, essential))"
 
-# The best k chunks by the seed terms' shares alone.
+# The best k chunks by the seed terms' shares alone, and their postings of every term.
 _SEED = (
-    f"WITH {_QUERY} SELECT p.chunk_id FROM q JOIN {{s}}.postings p ON p.term = q.term"
-    f" WHERE q.term = ANY(%(seed)s) GROUP BY p.chunk_id ORDER BY sum({_SHARE}) DESC"
-    " LIMIT %(k)s"
+    f"WITH {_QUERY}, seed AS (SELECT p.chunk_id FROM q JOIN {{s}}.postings p"
+    f" ON p.term = q.term WHERE q.term = ANY(%(seed)s) GROUP BY p.chunk_id"
+    f" ORDER BY sum({_SHARE}) DESC LIMIT %(k)s)"
+    " SELECT p.chunk_id, p.term, p.tf, p.length FROM seed JOIN {s}.postings p"
+    " ON p.chunk_id = seed.chunk_id AND p.term = ANY(%(terms)s)"
 )
 
 # The chunks of the essential terms that can reach the threshold (``floor``: it less
@@ -237,37 +239,32 @@ class PostgresKeywordIndex:
 
     # -- reading ------------------------------------------------------------------
 
-    def _stats(self, cur: psycopg.Cursor[Any]) -> tuple[int, int]:
-        row = cur.execute(self._q("SELECT rows, terms FROM {s}.keyword_stats")).fetchone()
-        return (int(row[0]), int(row[1])) if row else (0, 0)
-
-    def _df(self, cur: psycopg.Cursor[Any], folded: Sequence[str]) -> dict[str, int]:
-        return {t: df for t, (df, _, _) in self._terms(cur, folded).items()}
-
     def _terms(
         self, cur: psycopg.Cursor[Any], folded: Sequence[str]
-    ) -> dict[str, tuple[int, float, float]]:
-        """Each held term's (frequency, largest frequency, smallest length / frequency);
-        an unknown bound as the loosest (∞, 0)."""
+    ) -> tuple[int, int, dict[str, tuple[int, float, float]]]:
+        """(rows, terms, each held term's (frequency, largest frequency, smallest length /
+        frequency)), an unknown bound as the loosest (∞, 0): one statement."""
         rows = cur.execute(
             self._q(
-                "SELECT term, df, max_tf, min_length_per_tf FROM {s}.term_df"
-                " WHERE term = ANY(%s) AND df > 0"
+                "SELECT s.rows, s.terms, t.term, t.df, t.max_tf, t.min_length_per_tf"
+                " FROM {s}.keyword_stats s LEFT JOIN {s}.term_df t"
+                " ON t.term = ANY(%s) AND t.df > 0"
             ),
             (list(folded),),
         ).fetchall()
-        return {
+        held = {
             str(t): (int(d), math.inf if m is None else float(m), 0.0 if r is None else float(r))
-            for t, d, m, r in rows
+            for _, _, t, d, m, r in rows
+            if t is not None
         }
+        return (int(rows[0][0]), int(rows[0][1]), held) if rows else (0, 0, {})
 
     def search(self, terms: Sequence[str], k: int) -> list[tuple[int, float]]:
         if not terms or k <= 0:
             return []
         with self._conn.cursor() as cur:
-            total, length = self._stats(cur)
             folded = [fold(t) for t in terms]
-            held = self._terms(cur, folded)
+            total, length, held = self._terms(cur, folded)
             if not total or not held:
                 return []
             average = length / total
@@ -295,14 +292,10 @@ class PostgresKeywordIndex:
             seed.append(term.term)
             postings += term.df
         if len(seed) < len(order):
-            ids = [
-                int(r[0])
-                for r in cur.execute(
-                    self._q(_SEED), self._args(query, average, seed=seed, k=k)
-                ).fetchall()
-            ]
-            if len(ids) >= k:
-                scores = sorted(self._exact(cur, query, ids, average).values(), reverse=True)
+            args = self._args(query, average, seed=seed, k=k)
+            rows = cur.execute(self._q(_SEED), args).fetchall()
+            scores = sorted(_sums(query, rows, average).values(), reverse=True)
+            if len(scores) >= k:
                 threshold = scores[k - 1] * (1 - _SLACK)
         rest, left = len(order), 0.0  # the smallest bounds summing below the threshold
         while rest > 0 and left + order[rest - 1].bound < threshold:
@@ -339,7 +332,7 @@ class PostgresKeywordIndex:
     def _exact(
         self, cur: psycopg.Cursor[Any], query: list[_Term], ids: list[int], average: float
     ) -> dict[int, float]:
-        """The chunks' BM25 scores, each chunk's shares added in the query's term order."""
+        """The chunks' BM25 scores (:func:`_sums`)."""
         if not ids:
             return {}
         rows = cur.execute(
@@ -349,28 +342,30 @@ class PostgresKeywordIndex:
             ),
             (sorted({t.term for t in query}), ids),
         ).fetchall()
-        where = {chunk_id: i for i, chunk_id in enumerate(ids)}
-        held: dict[str, tuple[list[int], list[int], list[int]]] = {}
-        for chunk_id, term, tf, length in rows:
-            at, tfs, lengths = held.setdefault(str(term), ([], [], []))
-            at.append(where[int(chunk_id)])
-            tfs.append(int(tf))
-            lengths.append(int(length))
-        scores = np.zeros(len(ids), dtype=np.float64)
-        for term in query:
-            if term.term in held:
-                at, tfs, lengths = held[term.term]
-                shares = bm25_weights(term.idf, np.asarray(tfs), np.asarray(lengths), average)
-                scores[at] += shares
-        return {chunk_id: float(score) for chunk_id, score in zip(ids, scores, strict=True)}
+        return _sums(query, rows, average)
 
     def document_frequencies(self, terms: Sequence[str]) -> tuple[int, dict[str, int]]:
         with self._conn.cursor() as cur:
-            total, _ = self._stats(cur)
-            if not terms:
-                return total, {}
-            frequencies = self._df(cur, [fold(t) for t in terms])
-        return total, {t: frequencies[fold(t)] for t in terms if fold(t) in frequencies}
+            total, _, held = self._terms(cur, [fold(t) for t in terms])
+        return total, {t: held[fold(t)][0] for t in terms if fold(t) in held}
+
+
+def _sums(query: list[_Term], rows: Sequence[tuple[Any, ...]], average: float) -> dict[int, float]:
+    """Each chunk's BM25 score from its (chunk id, term, tf, length) postings, its shares
+    added in the query's term order."""
+    where: dict[int, int] = {}
+    held: dict[str, tuple[list[int], list[int], list[int]]] = {}
+    for chunk_id, term, tf, length in rows:
+        at, tfs, lengths = held.setdefault(str(term), ([], [], []))
+        at.append(where.setdefault(int(chunk_id), len(where)))
+        tfs.append(int(tf))
+        lengths.append(int(length))
+    scores = np.zeros(len(where), dtype=np.float64)
+    for term in query:
+        if term.term in held:
+            at, tfs, lengths = held[term.term]
+            scores[at] += bm25_weights(term.idf, np.asarray(tfs), np.asarray(lengths), average)
+    return {chunk_id: float(scores[i]) for chunk_id, i in where.items()}
 
 
 @dataclass(frozen=True)
