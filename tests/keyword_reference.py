@@ -49,9 +49,17 @@ def exhaustive(
         np.concatenate([np.zeros(0), *base_weights]),
         minlength=len(base),
     )
-    found = [(int(base.ids[i]), float(scored[i])) for i in np.flatnonzero(scored > 0)]
-    found += [(int(delta.ids[i]), float(delta_scores[i])) for i in np.flatnonzero(delta_scores)]
+    found = [*_best(scored, base.ids, k), *_best(delta_scores, delta.ids, k)]
     return sorted(found, key=lambda item: (-item[1], item[0]))[:k]
+
+
+def _best(scores: np.ndarray, ids: np.ndarray, k: int) -> list[tuple[int, float]]:
+    """The rows scoring at least the ``k``-th best (ties kept), as (id, score)."""
+    matched = np.flatnonzero(scores > 0)
+    if len(matched) > k:
+        kth = np.partition(scores[matched], len(matched) - k)[len(matched) - k]
+        matched = matched[scores[matched] >= kth]
+    return [(int(i), float(s)) for i, s in zip(ids[matched], scores[matched], strict=True)]
 
 
 def manual_chunks() -> list[str]:
