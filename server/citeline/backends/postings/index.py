@@ -240,6 +240,7 @@ class PostingsKeywordIndex(segments.Segmented):
         left = [*np.cumsum([query[i].bound for i in reversed(order)])[::-1].tolist(), 0.0]
         partial = np.zeros(n, dtype=np.float64)
         taken: dict[int, tuple[npt.NDArray[np.int32], npt.NDArray[np.float64]]] = {}
+        best: npt.NDArray[np.int32] = np.zeros(0, dtype=np.int32)  # the k best rows so far
         threshold = 0.0
         for step, i in enumerate(order):
             if left[step] < threshold:
@@ -248,8 +249,7 @@ class PostingsKeywordIndex(segments.Segmented):
             weights = bm25_weights(query[i].idf, tfs, base.lengths[rows], average)
             taken[i] = rows, weights
             partial[rows] += weights
-            if left[step + 1] < left[0] - left[step + 1]:  # the bounds taken may pass those left
-                threshold = _kth(partial, np.concatenate([r for r, _ in taken.values()]), k)
+            best, threshold = _best_so_far(partial, best, rows, k)
         if len(taken) == len(query):  # nothing skipped: score every posting
             scores = np.bincount(
                 np.concatenate([taken[i][0] for i in range(len(query))]),
@@ -411,13 +411,23 @@ class _Term:
     bound: float
 
 
-def _kth(partial: npt.NDArray[np.float64], rows: npt.NDArray[np.int32], k: int) -> float:
-    """The ``k``-th best partial score of ``rows`` (0 below ``k`` rows), lowered by a
-    billionth so that sums taken in another order never exceed the final scores."""
-    scores = partial[np.unique(rows)]
-    if len(scores) < k:
-        return 0.0
-    return float(np.partition(scores, len(scores) - k)[len(scores) - k]) * (1 - 1e-9)
+def _best_so_far(
+    partial: npt.NDArray[np.float64],
+    best: npt.NDArray[np.int32],
+    rows: npt.NDArray[np.int32],
+    k: int,
+) -> tuple[npt.NDArray[np.int32], float]:
+    """The ``k`` best rows once a term's ``rows`` were added (a row outside them and the
+    previous best cannot pass those), and the ``k``-th best partial score (0 below
+    ``k`` rows), lowered by a billionth so that sums in another order never fall below it."""
+    at = np.searchsorted(rows, best)
+    kept = best[(at >= len(rows)) | (rows[np.minimum(at, len(rows) - 1)] != best)]
+    pool = np.concatenate([kept, rows])
+    if len(pool) < k:
+        return pool, 0.0
+    if len(pool) > k:
+        pool = pool[np.argpartition(partial[pool], len(pool) - k)[len(pool) - k :]]
+    return pool, float(partial[pool].min()) * (1 - 1e-9)
 
 
 def _lookup(
