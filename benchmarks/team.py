@@ -17,9 +17,8 @@ p50/p95 latency.  Reported: load, index build and total build time, the database
 (``replace_file``, one transaction per file), and HNSW's recall@10 against exact search.
 
 With ``--keyword-only`` only the keyword tables are loaded (from SciFact's abstracts,
-``common.synthetic_texts``; the postings table unlogged) and the reader's top-k keyword
-search is timed beside the exhaustive SQL it replaced, on the same collection, with the
-number of queries both rank alike.  ``--keep`` keeps the collections and
+``common.synthetic_texts``; the postings table unlogged) and only the reader's keyword
+search is timed.  ``--keep`` keeps the collections and
 ``--existing`` measures kept ones again without loading.
 
 The chunks are synthetic but anchored in real text and real vectors: each is a copy
@@ -57,7 +56,7 @@ from citeline.backends.postgres.keywords import fold
 from citeline.core.chunking import ChunkSettings
 from citeline.core.documents import Chunk
 from citeline.core.index import IndexIdentity, NewChunk
-from citeline.core.keywords import K1, B, bm25_idf, query_terms, terms
+from citeline.core.keywords import query_terms, terms
 from citeline.core.retrieval import Retriever
 from citeline.settings import BUNDLED_MODEL_RETRIEVAL, EmbeddingSettings
 from common import abstract_pieces, load_average, synthetic_texts
@@ -254,12 +253,11 @@ def bulk_load(
 
 
 def keyword_statistics(cur: psycopg.Cursor[Any], s: sql.Identifier, rows: int, terms: int) -> None:
-    """What the writer keeps beside the postings: each term's document frequency and
-    score bounds, the number of rows and terms; and a new generation."""
+    """What the writer keeps beside the postings: each term's document frequency, the
+    number of rows and terms; and a new generation."""
     cur.execute(
         sql.SQL(
-            "INSERT INTO {0}.term_df SELECT term, count(*), max(tf), min(length::float8 / tf)"
-            " FROM {0}.postings GROUP BY term"
+            "INSERT INTO {0}.term_df SELECT term, count(*) FROM {0}.postings GROUP BY term"
         ).format(s)
     )
     cur.execute(
@@ -309,67 +307,21 @@ def bulk_load_keywords(conn: psycopg.Connection[Any], schema: str, size: int) ->
     return timings
 
 
-# Today's exhaustive keyword search before the top-k one (``PostgresKeywordIndex``):
-# every posting of every query term scored and summed in the database.
-EXHAUSTIVE = (
-    "SELECT p.chunk_id, sum(q.idf * p.tf * %s / (p.tf + %s * (%s + %s * p.length / %s))) AS score"
-    " FROM unnest(%s::text[], %s::float8[]) AS q(term, idf)"
-    " JOIN {s}.postings p ON p.term = q.term"
-    " GROUP BY p.chunk_id ORDER BY score DESC, p.chunk_id LIMIT %s"
-)
-
-
-def exhaustive_search(
-    conn: psycopg.Connection[Any], schema: str, query: list[str], k: int
-) -> list[tuple[int, float]]:
-    s = sql.Identifier(schema)
-    total, length = conn.execute(
-        sql.SQL("SELECT rows, terms FROM {}.keyword_stats").format(s)
-    ).fetchone() or (0, 0)
-    folded = [fold(t) for t in query]
-    df = dict(
-        conn.execute(
-            sql.SQL("SELECT term, df FROM {}.term_df WHERE term = ANY(%s)").format(s), (folded,)
-        ).fetchall()
-    )
-    present = [t for t in folded if t in df]
-    if not total or not present:
-        return []
-    idf = [bm25_idf(int(total), int(df[t])) for t in present]
-    rows = conn.execute(
-        sql.SQL(EXHAUSTIVE).format(s=s),
-        (K1 + 1, K1, 1 - B, B, int(length) / int(total), present, idf, k),
-    ).fetchall()
-    return [(int(c), float(v)) for c, v in rows]
-
-
 def measure_keywords(
     url: str, collection: str, identity: IndexIdentity, queries: list[str]
 ) -> dict[str, Any]:
-    """The reader's top-k keyword search against the exhaustive SQL it replaced."""
+    """The reader's keyword search alone (BM25 in the database)."""
     reader = PostgresIndex(url, collection, identity, read_only=True)
     pool = BUNDLED_MODEL_RETRIEVAL.candidates
-    timing: dict[str, list[float]] = {"keyword_db": [], "keyword_exhaustive_db": []}
-    same = same10 = 0
-    with psycopg.connect(url, autocommit=True) as conn:
-        for q in queries[:3]:  # warm the caches
-            reader.keyword_search(query_terms(q), pool)
-            exhaustive_search(conn, schema_for(collection), query_terms(q), pool)
-        for q in queries:
-            words = query_terms(q)
-            started = time.perf_counter()
-            found = reader.keyword_search(words, pool)
-            timing["keyword_db"].append(time.perf_counter() - started)
-            started = time.perf_counter()
-            reference = exhaustive_search(conn, schema_for(collection), words, pool)
-            timing["keyword_exhaustive_db"].append(time.perf_counter() - started)
-            same += [i for i, _ in found] == [i for i, _ in reference]
-            same10 += [i for i, _ in found[:10]] == [i for i, _ in reference[:10]]
+    times = []
+    for q in queries[:3]:  # warm the caches
+        reader.keyword_search(query_terms(q), pool)
+    for q in queries:
+        started = time.perf_counter()
+        reader.keyword_search(query_terms(q), pool)
+        times.append(time.perf_counter() - started)
     reader.close()
-    out: dict[str, Any] = {name: percentiles(times) for name, times in timing.items()}
-    out["same_ranking"] = f"{same}/{len(queries)}"
-    out["same_top10"] = f"{same10}/{len(queries)}"
-    return out
+    return {"keyword_db": percentiles(times)}
 
 
 def sizes_of(conn: psycopg.Connection[Any], schema: str) -> dict[str, int]:
@@ -523,8 +475,8 @@ def main() -> int:
     parser.add_argument(
         "--keyword-only",
         action="store_true",
-        help="only the keyword tables (no vectors, no HNSW): the top-k keyword search"
-        " against the exhaustive SQL it replaced, at sizes a full build takes too long for",
+        help="only the keyword tables (no vectors, no HNSW): the keyword search alone, at"
+        " sizes a full build takes too long for",
     )
     parser.add_argument(
         "--existing", action="store_true", help="measure the collections --keep kept (no load)"
@@ -631,8 +583,7 @@ def print_size(size: int, entry: dict[str, Any]) -> None:
         + ", ".join(f"{k} {v / 2**20:.0f} MiB" for v, k in big)
         + ")"
     )
-    names = ("dense_db", "exact_db", "keyword_db", "keyword_exhaustive_db", "embed", "dense")
-    for name in (*names, "keyword", "hybrid"):
+    for name in ("dense_db", "exact_db", "keyword_db", "embed", "dense", "keyword", "hybrid"):
         if name in s:
             print(f"  {name:10} p50 {s[name]['p50_ms']:8.1f} ms   p95 {s[name]['p95_ms']:8.1f} ms")
     if "same_ranking" in s:

@@ -1,5 +1,5 @@
-"""A reference for the keyword indexes' top-k searches: scoring every posting of a
-query's terms in a postings index, and real corpora and questions to compare on (the
+"""A reference for the postings index's top-k search: scoring every posting of a
+query's terms, and real corpora and questions to compare on (the
 manuals of ``eval/manuals-en`` and the SciFact slice, chunked and turned into terms
 as ingest does)."""
 
