@@ -5,9 +5,12 @@ FTS5 computes ``bm25()`` for every row that matches before it can sort, about 1.
 a row: a query of common words at 100,000 chunks cost 55–80 ms.  Here a query term's
 postings are one slice of a memory-mapped array, scored for all its rows at once
 (``idf·tf·(k1+1) / (tf + k1·(1 − b + b·len/avglen))``, FTS5's formula and constants,
-:mod:`citeline.core.keywords`) and summed per row with ``bincount``; only the best
-``k`` are sorted.  Scores equal FTS5's to rounding, so the store's FTS5 table and this
-index rank alike (``tests/backends/postings``).
+:mod:`citeline.core.keywords`).  The search is top-k (MaxScore, :meth:`_top`): rare
+terms' postings are scored in full, and once the bounds of the terms left cannot lift
+a new row into the ``k`` best, those are only looked up for the rows that still can;
+scores are summed in the query's term order, equal to the last bit to summing every
+posting.  Scores equal FTS5's to rounding, so the store's FTS5 table and this index
+rank alike (``tests/backends/postings``).
 
 Like the vector index (``backends/faiss/index.py``) it is saved as a *base*
 (``base.py``: written once, memory-mapped) and a *log* of the rows added and removed
