@@ -1,9 +1,8 @@
 import math
 
-import numpy as np
 import pytest
 
-from citeline.core.keywords import bm25_bound, bm25_idf, bm25_weights, fold, query_terms, terms
+from citeline.core.keywords import bm25_idf, fold, query_terms, terms
 
 
 def test_english_words_are_stemmed_and_stop_words_dropped() -> None:
@@ -45,17 +44,3 @@ def test_bm25_idf_is_fts5s_and_never_negative() -> None:
     assert bm25_idf(100, 1) == pytest.approx(math.log(99.5 / 1.5))
     assert bm25_idf(100, 90) == 1e-6  # a term in most chunks carries ~nothing
     assert bm25_idf(10, 0) > bm25_idf(10, 3) > bm25_idf(10, 6)
-
-
-def test_a_terms_bound_is_at_least_each_share_of_its_postings_and_tight_for_one() -> None:
-    rng = np.random.default_rng(11)
-    for _ in range(300):
-        tfs = rng.integers(1, 30, rng.integers(1, 50))
-        lengths = tfs + rng.integers(0, 400, len(tfs))
-        average, idf = float(rng.uniform(5, 300)), float(rng.uniform(1e-6, 12))
-        shares = bm25_weights(idf, tfs, lengths, average)
-        assert shares.max() <= bm25_bound(
-            idf, int(tfs.max()), float((lengths / tfs).min()), average
-        )
-        one = bm25_bound(idf, int(tfs[0]), float(lengths[0] / tfs[0]), average)
-        assert one == pytest.approx(float(shares[0]), rel=1e-8)

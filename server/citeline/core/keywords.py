@@ -21,10 +21,8 @@ import re
 import unicodedata
 from collections.abc import Sequence
 from functools import lru_cache
-from typing import Any, Protocol
+from typing import Protocol
 
-import numpy as np
-import numpy.typing as npt
 import snowballstemmer
 
 from citeline.core.scripts import CJK_RUN
@@ -147,25 +145,6 @@ B = 0.75
 def bm25_idf(total: int, frequency: int) -> float:
     """FTS5's IDF: log((N - n + 0.5) / (n + 0.5)), floored just above zero."""
     return max(1e-6, math.log((total - frequency + 0.5) / (frequency + 0.5)))
-
-
-def bm25_weights(
-    idf: float, tfs: npt.NDArray[Any], lengths: npt.NDArray[Any], average: float
-) -> npt.NDArray[np.float64]:
-    """Each posting's share of a chunk's BM25 score (FTS5's formula): a chunk's score is
-    the sum of its postings' shares, added in the query's term order."""
-    tf = tfs.astype(np.float64)
-    norm = K1 * (1 - B + B * lengths.astype(np.float64) / average)
-    return idf * tf * (K1 + 1) / (tf + norm)
-
-
-def bm25_bound(idf: float, max_tf: float, min_length_per_tf: float, average: float) -> float:
-    """An upper bound of a term's share in any chunk, from the largest frequency and the
-    smallest length / frequency of its postings (the share grows with the first and
-    falls with the second: ``idf·(k1+1) / (1 + k1(1−b)/tf + k1·b·(len/tf)/avglen)``).
-    Raised by a billionth, so rounding never puts a share above it."""
-    share = (K1 + 1) / (1 + K1 * (1 - B) / max_tf + K1 * B * min_length_per_tf / average)
-    return idf * share * (1 + 1e-9)
 
 
 def _is_latin(char: str) -> bool:

@@ -9,9 +9,7 @@ chance of about one in 10^8 at a million distinct terms.
 
 Rows are kept in chunk id order (a row's *position*); postings are grouped by term
 (``hashes`` sorted, ``starts[i]`` where term ``i``'s postings begin) and, within a
-term, by position.  Each term also keeps what bounds its BM25 share in any row
-(:func:`citeline.core.keywords.bm25_bound`): its largest frequency and its smallest
-row length / frequency.
+term, by position.
 """
 
 from __future__ import annotations
@@ -21,7 +19,6 @@ from collections import Counter
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -35,9 +32,8 @@ Hashes = npt.NDArray[np.uint64]
 Counts = npt.NDArray[np.uint16]
 Lengths = npt.NDArray[np.int32]
 Positions = npt.NDArray[np.int32]
-Ratios = npt.NDArray[np.float32]
 
-_ARRAYS = ("ids", "lengths", "hashes", "starts", "rows", "tfs", "max_tfs", "min_ratios")
+_ARRAYS = ("ids", "lengths", "hashes", "starts", "rows", "tfs")
 
 
 @lru_cache(maxsize=1 << 20)
@@ -103,21 +99,14 @@ class Base:
     starts: Ids  # len(hashes) + 1: where each term's postings begin
     rows: Positions  # the postings' row positions, grouped by term
     tfs: Counts  # the postings' term frequencies
-    max_tfs: Counts  # per term: its largest frequency
-    min_ratios: Ratios  # per term: its smallest row length / frequency (rounded down)
 
     def __len__(self) -> int:
         return len(self.ids)
 
-    def find(self, term: int) -> int:
-        """The index of a term among ``hashes``, or -1."""
-        at = int(np.searchsorted(self.hashes, np.uint64(term)))
-        return at if at < len(self.hashes) and int(self.hashes[at]) == term else -1
-
     def postings(self, term: int) -> tuple[Positions, Counts]:
         """The (positions, frequencies) of one term's postings."""
-        at = self.find(term)
-        if at < 0:
+        at = int(np.searchsorted(self.hashes, np.uint64(term)))
+        if at == len(self.hashes) or int(self.hashes[at]) != term:
             return _NO_ROWS, _NO_TFS
         begin, end = int(self.starts[at]), int(self.starts[at + 1])
         return self.rows[begin:end], self.tfs[begin:end]
@@ -169,37 +158,14 @@ def build(
     boundary = np.ones(len(all_hashes), dtype=bool)  # where each term's postings begin
     boundary[1:] = all_hashes[1:] != all_hashes[:-1]
     first = np.flatnonzero(boundary)
-    row_lengths = np.asarray(lengths, dtype=np.int32)[order]
     return Base(
         ids=ids[order],
-        lengths=row_lengths,
+        lengths=np.asarray(lengths, dtype=np.int32)[order],
         hashes=all_hashes[first],
         starts=np.append(first, len(all_hashes)).astype(np.int64),
         rows=rows,
         tfs=all_tfs,
-        **_bounds(first, rows, all_tfs, row_lengths),
     )
-
-
-def _bounds(
-    first: npt.NDArray[np.intp], rows: Positions, tfs: Counts, lengths: Lengths
-) -> dict[str, npt.NDArray[Any]]:
-    """Each term's largest frequency and smallest length / frequency, the ratio a float32
-    rounded down (so it never exceeds the exact one), computed a block at a time."""
-    if not len(first):
-        return {"max_tfs": _NO_TFS, "min_ratios": np.zeros(0, dtype=np.float32)}
-    ratios = np.empty(len(rows), dtype=np.float32)
-    for at in range(0, len(rows), _BLOCK):
-        part = slice(at, at + _BLOCK)
-        ratio = lengths[rows[part]].astype(np.float32) / np.maximum(tfs[part], 1)
-        ratios[part] = np.nextafter(ratio, np.float32(0))
-    return {
-        "max_tfs": np.maximum.reduceat(tfs, first).astype(np.uint16),
-        "min_ratios": np.minimum.reduceat(ratios, first),
-    }
-
-
-_BLOCK = 1 << 22
 
 
 def write(base: Base, folder: Path, prefix: str) -> None:
@@ -222,7 +188,6 @@ def read(folder: Path, prefix: str) -> Base:
         len(base.lengths) == len(base.ids)
         and len(base.starts) == len(base.hashes) + 1
         and len(base.rows) == len(base.tfs) == int(base.starts[-1])
-        and len(base.max_tfs) == len(base.min_ratios) == len(base.hashes)
     ):
         raise ValueError(f"keyword index {folder / prefix} is inconsistent")
     return base

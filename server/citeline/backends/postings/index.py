@@ -5,12 +5,9 @@ FTS5 computes ``bm25()`` for every row that matches before it can sort, about 1.
 a row: a query of common words at 100,000 chunks cost 55–80 ms.  Here a query term's
 postings are one slice of a memory-mapped array, scored for all its rows at once
 (``idf·tf·(k1+1) / (tf + k1·(1 − b + b·len/avglen))``, FTS5's formula and constants,
-:mod:`citeline.core.keywords`).  The search is top-k (MaxScore, :meth:`_top`): rare
-terms' postings are scored in full, and once the bounds of the terms left cannot lift
-a new row into the ``k`` best, those are only looked up for the rows that still can;
-scores are summed in the query's term order, equal to the last bit to summing every
-posting.  Scores equal FTS5's to rounding, so the store's FTS5 table and this index
-rank alike (``tests/backends/postings``).
+:mod:`citeline.core.keywords`) and summed per row with ``bincount``; only the best
+``k`` are sorted.  Scores equal FTS5's to rounding, so the store's FTS5 table and this
+index rank alike (``tests/backends/postings``).
 
 Like the vector index (``backends/faiss/index.py``) it is saved as a *base*
 (``base.py``: written once, memory-mapped) and a *log* of the rows added and removed
@@ -37,7 +34,7 @@ import numpy.typing as npt
 from citeline.backends import segments
 from citeline.backends.postings import base as bases
 from citeline.backends.postings.base import Base, Row, term_hash
-from citeline.core.keywords import bm25_bound, bm25_idf, bm25_weights, fold
+from citeline.core.keywords import K1, B, bm25_idf, fold
 
 log = logging.getLogger(__name__)
 
@@ -46,7 +43,7 @@ LOG_SHARE = 0.10
 _FEW = 64  # ids removed one by one below this many
 _BUILD_BATCH = 1 << 20  # postings gathered as Python lists before they become arrays
 
-_FORMAT = "citeline-postings/2"  # 2: each term's score bounds
+_FORMAT = "citeline-postings/1"
 _ADD = struct.Struct("<cqii")  # b"A", chunk id, length, distinct terms; hashes, tfs
 _REMOVE = struct.Struct("<cI")  # b"R", count; ids (int64)
 
@@ -198,89 +195,31 @@ class PostingsKeywordIndex(segments.Segmented):
             return []
         average = self._length / self._rows
         base, delta = self._base, self._delta_arrays()
-        query: list[_Term] = []
+        base_rows: list[npt.NDArray[np.int32]] = []
+        base_weights: list[npt.NDArray[np.float64]] = []
         delta_scores = np.zeros(len(delta.ids), dtype=np.float64)
         for term in (fold(t) for t in terms):  # a repeated term counts again, as in FTS5
-            name = term_hash(term)
-            at = base.find(name)
-            rows, tfs = base.postings(name)
-            alive = len(rows) - (int(np.count_nonzero(self._dead[rows])) if self._dead_count else 0)
-            fresh = np.flatnonzero(delta.hashes == np.uint64(name)) if len(delta.hashes) else _NONE
-            frequency = alive + len(fresh)
+            rows, tfs, fresh = self._postings(term_hash(term), delta)
+            frequency = len(rows) + len(fresh)
             if not frequency:
                 continue
             idf = bm25_idf(self._rows, frequency)
-            if alive:
-                bound = bm25_bound(idf, int(base.max_tfs[at]), float(base.min_ratios[at]), average)
-                query.append(_Term(rows, tfs, idf, bound))
+            if len(rows):
+                base_rows.append(rows)
+                base_weights.append(_weights(idf, tfs, base.lengths[rows], average))
             if len(fresh):
-                weights = bm25_weights(
-                    idf, delta.tfs[fresh], delta.lengths[delta.rows[fresh]], average
-                )
+                weights = _weights(idf, delta.tfs[fresh], delta.lengths[delta.rows[fresh]], average)
                 np.add.at(delta_scores, delta.rows[fresh], weights)
         found: list[tuple[int, float]] = []
-        if query:
-            found.extend(_best(*self._top(query, k, average), k))
+        if base_rows:
+            scores: npt.NDArray[np.float64] = np.bincount(
+                np.concatenate(base_rows), np.concatenate(base_weights), minlength=len(base)
+            ).astype(np.float64, copy=False)
+            found.extend(_best(scores, base.ids, k))
         if len(delta.ids):
             found.extend(_best(delta_scores, delta.ids, k))
         found.sort(key=lambda item: (-item[1], item[0]))
         return found[:k]
-
-    def _top(
-        self, query: list[_Term], k: int, average: float
-    ) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.int64]]:
-        """The scores and ids of the base rows that can be among the ``k`` best.
-
-        MaxScore, a term at a time: terms are taken by their bound, highest (rarest)
-        first, each adding its postings' shares to the rows'; once the bounds of the
-        terms left sum below the ``k``-th best score so far (a lower bound of the
-        final ``k``-th), a row none of the terms taken holds cannot reach the ``k``
-        best, so the terms left are only looked up for the rows that still can.
-        Scores are then summed in the query's term order, as scoring every posting
-        would (equal to the last bit, so ties break alike)."""
-        base, n = self._base, len(self._base)
-        order = sorted(range(len(query)), key=lambda i: -query[i].bound)
-        left = [*np.cumsum([query[i].bound for i in reversed(order)])[::-1].tolist(), 0.0]
-        partial = np.zeros(n, dtype=np.float64)
-        taken: dict[int, tuple[npt.NDArray[np.int32], npt.NDArray[np.float64]]] = {}
-        best: npt.NDArray[np.int32] = np.zeros(0, dtype=np.int32)  # the k best rows so far
-        threshold = 0.0
-        for step, i in enumerate(order):
-            if left[step] < threshold:
-                break
-            rows, tfs = self._alive(query[i].rows, query[i].tfs)
-            weights = bm25_weights(query[i].idf, tfs, base.lengths[rows], average)
-            taken[i] = rows, weights
-            partial[rows] += weights
-            best, threshold = _best_so_far(partial, best, rows, k)
-        if len(taken) == len(query):  # nothing skipped: score every posting
-            scores = np.bincount(
-                np.concatenate([taken[i][0] for i in range(len(query))]),
-                np.concatenate([taken[i][1] for i in range(len(query))]),
-                minlength=n,
-            ).astype(np.float64, copy=False)
-            return scores, base.ids
-        rows = np.unique(np.concatenate([r for r, _ in taken.values()]))
-        rows = rows[partial[rows] + left[len(taken)] >= threshold]
-        scores = np.zeros(len(rows), dtype=np.float64)
-        for i, term in enumerate(query):
-            if i in taken:
-                held, weights = taken[i]
-                at, hit = _lookup(held, rows)
-                scores[hit] += weights[at[hit]]
-            else:
-                at, hit = _lookup(term.rows, rows)
-                lengths = base.lengths[rows[hit]]
-                scores[hit] += bm25_weights(term.idf, term.tfs[at[hit]], lengths, average)
-        return scores, base.ids[rows]
-
-    def _alive(
-        self, rows: npt.NDArray[np.int32], tfs: npt.NDArray[np.uint16]
-    ) -> tuple[npt.NDArray[np.int32], npt.NDArray[np.uint16]]:
-        if self._dead_count and len(rows):
-            alive = ~self._dead[rows]
-            return rows[alive], tfs[alive]
-        return rows, tfs
 
     def document_frequencies(self, terms: Sequence[str]) -> tuple[int, dict[str, int]]:
         delta = self._delta_arrays()
@@ -295,7 +234,10 @@ class PostingsKeywordIndex(segments.Segmented):
         self, term: int, delta: _Delta
     ) -> tuple[npt.NDArray[np.int32], npt.NDArray[np.uint16], npt.NDArray[np.intp]]:
         """A term's live base postings (positions, frequencies) and its delta postings."""
-        rows, tfs = self._alive(*self._base.postings(term))
+        rows, tfs = self._base.postings(term)
+        if self._dead_count and len(rows):
+            alive = ~self._dead[rows]
+            rows, tfs = rows[alive], tfs[alive]
         fresh = np.flatnonzero(delta.hashes == np.uint64(term)) if len(delta.hashes) else _NONE
         return rows, tfs, fresh
 
@@ -404,43 +346,13 @@ _NO_HASHES: npt.NDArray[np.uint64] = np.zeros(0, dtype=np.uint64)
 _NO_TFS: npt.NDArray[np.uint16] = np.zeros(0, dtype=np.uint16)
 
 
-@dataclass(frozen=True)
-class _Term:
-    """A query term's base postings (tombstoned rows included), IDF and bound."""
-
-    rows: npt.NDArray[np.int32]
-    tfs: npt.NDArray[np.uint16]
-    idf: float
-    bound: float
-
-
-def _best_so_far(
-    partial: npt.NDArray[np.float64],
-    best: npt.NDArray[np.int32],
-    rows: npt.NDArray[np.int32],
-    k: int,
-) -> tuple[npt.NDArray[np.int32], float]:
-    """The ``k`` best rows once a term's ``rows`` were added (a row outside them and the
-    previous best cannot pass those), and the ``k``-th best partial score (0 below
-    ``k`` rows), lowered by a billionth so that sums in another order never fall below it."""
-    at = np.searchsorted(rows, best)
-    kept = best[(at >= len(rows)) | (rows[np.minimum(at, len(rows) - 1)] != best)]
-    pool = np.concatenate([kept, rows])
-    if len(pool) < k:
-        return pool, 0.0
-    if len(pool) > k:
-        pool = pool[np.argpartition(partial[pool], len(pool) - k)[len(pool) - k :]]
-    return pool, float(partial[pool].min()) * (1 - 1e-9)
-
-
-def _lookup(
-    held: npt.NDArray[np.int32], rows: npt.NDArray[np.intp]
-) -> tuple[npt.NDArray[np.intp], npt.NDArray[np.bool_]]:
-    """Where each of ``rows`` is in a term's sorted ``held`` rows, and whether it is."""
-    at = np.searchsorted(held, rows)
-    hit = at < len(held)
-    hit[hit] = held[at[hit]] == rows[hit]
-    return at, hit
+def _weights(
+    idf: float, tfs: npt.NDArray[Any], lengths: npt.NDArray[Any], average: float
+) -> npt.NDArray[np.float64]:
+    """Each posting's share of the BM25 score (FTS5's formula)."""
+    tf = tfs.astype(np.float64)
+    norm = K1 * (1 - B + B * lengths.astype(np.float64) / average)
+    return idf * tf * (K1 + 1) / (tf + norm)
 
 
 def _best(
