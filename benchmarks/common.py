@@ -67,7 +67,7 @@ def abstract_pieces(limit: int = 1_000_000, words: int = 120) -> list[str]:
 
 def synthetic_texts(pieces: list[str], size: int, seed: int = 1) -> Iterator[str]:
     """``size`` chunk texts, each a random piece with a fifth of its words dropped (so a
-    million chunks hold about a hundred near-copies of each piece, as a big corpus of
+    million chunks hold about 80 near-copies of each piece, as a big corpus of
     revisions and duplicates would)."""
     rng = random.Random(seed)
     for _ in range(size):

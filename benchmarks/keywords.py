@@ -3,7 +3,7 @@
     .venv/bin/python benchmarks/keywords.py [--sizes 100000,1000000] [--queries 100] [--json]
 
 For each size a postings index (``backends/postings``) is built from synthetic chunks
-of SciFact's abstracts (``common.synthetic_terms``: about a hundred near-copies of each
+of SciFact's abstracts (``common.synthetic_terms``: about 80 near-copies of each
 abstract piece at 1M), written and memory-mapped as the daemon holds it, then searched
 for SciFact's claims (the retriever's pool, k = 50): p50/p95 in wall time and in this
 thread's CPU time (less bent by a busy machine).  The load average is printed before
