@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import json
+import os
+import random
 import resource
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -44,3 +47,46 @@ def write_corpus(folder: Path, abstracts: list[tuple[str, str]], per_file: int =
         )
     shutil.copytree(REPO / "samples", folder / "samples")
     return folder
+
+
+def abstract_pieces(limit: int = 1_000_000, words: int = 120) -> list[str]:
+    """SciFact's titles and abstracts cut at sentence ends into pieces of at most about
+    ``words`` words: chunk-sized real text."""
+    pieces = []
+    for title, text in scientific_abstracts(limit):
+        piece: list[str] = title.split()
+        for sentence in text.split(". "):
+            if piece and len(piece) + len(sentence.split()) > words:
+                pieces.append(" ".join(piece))
+                piece = []
+            piece.extend(f"{sentence.rstrip('.')}.".split())
+        if piece:
+            pieces.append(" ".join(piece))
+    return pieces
+
+
+def synthetic_texts(pieces: list[str], size: int, seed: int = 1) -> Iterator[str]:
+    """``size`` chunk texts, each a random piece with a fifth of its words dropped (so a
+    million chunks hold about 80 near-copies of each piece, as a big corpus of
+    revisions and duplicates would)."""
+    rng = random.Random(seed)
+    for _ in range(size):
+        words = pieces[rng.randrange(len(pieces))].split()
+        yield " ".join(w for w in words if rng.random() > 0.2) or words[0]
+
+
+def synthetic_terms(pieces: list[str], size: int, seed: int = 1) -> Iterator[str]:
+    """The keyword terms of ``size`` chunks as :func:`synthetic_texts` makes them, a fifth
+    of each piece's terms dropped rather than of its words (each piece stemmed once)."""
+    from citeline.core.keywords import terms
+
+    rng = random.Random(seed)
+    stemmed = [terms(piece) or ["empty"] for piece in pieces]
+    for _ in range(size):
+        words = stemmed[rng.randrange(len(stemmed))]
+        yield " ".join(w for w in words if rng.random() > 0.2) or words[0]
+
+
+def load_average() -> list[float]:
+    """The 1, 5 and 15 minute load averages, as `uptime` prints them."""
+    return [round(x, 2) for x in os.getloadavg()]

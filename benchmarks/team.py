@@ -1,7 +1,7 @@
 """The team index at scale: fill a collection with N synthetic chunks and measure it.
 
     .venv/bin/python benchmarks/team.py [--sizes 100000,1000000] [--queries 50] [--json]
-                                        [--store URL] [--keep]
+                                        [--store URL] [--keep] [--existing] [--keyword-only]
     .venv/bin/python benchmarks/team.py --store URL --recall COLLECTION --dataset KIND PATH
 
 The second form measures an existing collection (one ``citeline eval … --store URL
@@ -15,6 +15,11 @@ smaller sizes), keyword (BM25 over Citeline's terms) and hybrid (both, fused), w
 p50/p95 latency.  Reported: load, index build and total build time, the database size
 (per table and index), the writer's commit rate through the real write path
 (``replace_file``, one transaction per file), and HNSW's recall@10 against exact search.
+
+With ``--keyword-only`` only the keyword tables are loaded (from SciFact's abstracts,
+``common.synthetic_texts``; the postings table unlogged) and only the reader's keyword
+search is timed.  ``--keep`` keeps the collections and
+``--existing`` measures kept ones again without loading.
 
 The chunks are synthetic but anchored in real text and real vectors: each is a copy
 of a chunk of an existing embedded index (SciFact's, made by ``citeline eval beir``;
@@ -45,14 +50,16 @@ import psycopg
 from psycopg import sql
 
 from citeline.app import make_embedder
+from citeline.backends.postgres.connection import schema_for
 from citeline.backends.postgres.index import PostgresIndex
 from citeline.backends.postgres.keywords import fold
 from citeline.core.chunking import ChunkSettings
 from citeline.core.documents import Chunk
 from citeline.core.index import IndexIdentity, NewChunk
-from citeline.core.keywords import terms
+from citeline.core.keywords import query_terms, terms
 from citeline.core.retrieval import Retriever
 from citeline.settings import BUNDLED_MODEL_RETRIEVAL, EmbeddingSettings
+from common import abstract_pieces, load_average, synthetic_texts
 
 REPO = Path(__file__).resolve().parents[1]
 CACHE = Path(os.environ.get("CITELINE_CACHE_DIR", "~/.cache/citeline")).expanduser()
@@ -211,19 +218,8 @@ def bulk_load(
             ),
             (files,),
         )
-        cur.execute(
-            sql.SQL(
-                "INSERT INTO {0}.term_df SELECT t, count(*) FROM {0}.chunk_terms, unnest(terms) t"
-                " GROUP BY t"
-            ).format(s)
-        )
-        cur.execute(
-            sql.SQL(
-                "UPDATE {0}.keyword_stats SET rows = (SELECT count(*) FROM {0}.chunk_terms),"
-                " terms = (SELECT sum(length) FROM {0}.chunk_terms)"
-            ).format(s)
-        )
-        cur.execute(sql.SQL("UPDATE {}.state SET generation = generation + 1").format(s))
+        total = cur.execute(sql.SQL("SELECT sum(length) FROM {}.chunk_terms").format(s))
+        keyword_statistics(cur, s, size, int((total.fetchone() or (0,))[0]))
     timings["load_seconds"] = time.perf_counter() - started
     conn.execute("SET maintenance_work_mem = '6GB'")
     conn.execute("SET max_parallel_maintenance_workers = 1")
@@ -254,6 +250,78 @@ def bulk_load(
     timings["analyze_seconds"] = time.perf_counter() - started
     timings["build_seconds"] = sum(timings.values())
     return timings
+
+
+def keyword_statistics(cur: psycopg.Cursor[Any], s: sql.Identifier, rows: int, terms: int) -> None:
+    """What the writer keeps beside the postings: each term's document frequency, the
+    number of rows and terms; and a new generation."""
+    cur.execute(
+        sql.SQL(
+            "INSERT INTO {0}.term_df SELECT term, count(*) FROM {0}.postings GROUP BY term"
+        ).format(s)
+    )
+    cur.execute(
+        sql.SQL("UPDATE {}.keyword_stats SET rows = %s, terms = %s").format(s), (rows, terms)
+    )
+    cur.execute(sql.SQL("UPDATE {}.state SET generation = generation + 1").format(s))
+
+
+def bulk_load_keywords(conn: psycopg.Connection[Any], schema: str, size: int) -> dict[str, float]:
+    """Only the keyword tables, for ``size`` synthetic chunks of SciFact's text
+    (``common.synthetic_texts``); timings in seconds."""
+    s = sql.Identifier(schema)
+    conn.execute(sql.SQL("ALTER TABLE {}.postings DROP CONSTRAINT postings_pkey").format(s))
+    conn.execute(sql.SQL("ALTER TABLE {}.postings SET UNLOGGED").format(s))  # no WAL to write
+    timings: dict[str, float] = {}
+    started = time.perf_counter()
+    postings_copy = sql.SQL("COPY {}.postings (term, chunk_id, tf, length) FROM STDIN").format(s)
+    texts = synthetic_texts(abstract_pieces(), size)
+    batch = 50_000
+    total = 0
+    with conn.cursor() as cur:
+        for start in range(0, size, batch):
+            with cur.copy(postings_copy) as copy:
+                for cid in range(start + 1, min(size, start + batch) + 1):
+                    counts = Counter(fold(t) for t in terms(next(texts)))
+                    length = sum(counts.values())
+                    total += length
+                    for t, c in counts.items():
+                        copy.write_row((t, cid, c, length))
+            log(f"  loaded {min(size, start + batch):,} / {size:,}")
+        keyword_statistics(cur, s, size, total)
+    timings["load_seconds"] = time.perf_counter() - started
+    conn.execute("SET maintenance_work_mem = '6GB'")
+    conn.execute("SET max_parallel_maintenance_workers = 1")
+    started = time.perf_counter()
+    conn.execute(
+        sql.SQL(
+            "ALTER TABLE {0}.postings ADD PRIMARY KEY (term, chunk_id) INCLUDE (tf, length)"
+        ).format(s)
+    )
+    timings["postings_seconds"] = time.perf_counter() - started
+    started = time.perf_counter()
+    for table in ("postings", "term_df"):
+        conn.execute(sql.SQL("VACUUM ANALYZE {}.{}").format(s, sql.Identifier(table)))
+    timings["analyze_seconds"] = time.perf_counter() - started
+    timings["build_seconds"] = sum(timings.values())
+    return timings
+
+
+def measure_keywords(
+    url: str, collection: str, identity: IndexIdentity, queries: list[str]
+) -> dict[str, Any]:
+    """The reader's keyword search alone (BM25 in the database)."""
+    reader = PostgresIndex(url, collection, identity, read_only=True)
+    pool = BUNDLED_MODEL_RETRIEVAL.candidates
+    times = []
+    for q in queries[:3]:  # warm the caches
+        reader.keyword_search(query_terms(q), pool)
+    for q in queries:
+        started = time.perf_counter()
+        reader.keyword_search(query_terms(q), pool)
+        times.append(time.perf_counter() - started)
+    reader.close()
+    return {"keyword_db": percentiles(times)}
 
 
 def sizes_of(conn: psycopg.Connection[Any], schema: str) -> dict[str, int]:
@@ -404,6 +472,15 @@ def main() -> int:
     parser.add_argument("--queries", type=int, default=50)
     parser.add_argument("--store", help="a server to use (default: a throwaway pgserver)")
     parser.add_argument("--keep", action="store_true", help="keep the collections")
+    parser.add_argument(
+        "--keyword-only",
+        action="store_true",
+        help="only the keyword tables (no vectors, no HNSW): the keyword search alone, at"
+        " sizes a full build takes too long for",
+    )
+    parser.add_argument(
+        "--existing", action="store_true", help="measure the collections --keep kept (no load)"
+    )
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     if args.recall:
@@ -440,37 +517,46 @@ def run(args: argparse.Namespace, url: str) -> None:
     identity = IndexIdentity(
         embedder.fingerprint, embedder.name, embedder.dimension, ChunkSettings()
     )
-    texts, vectors, source = source_chunks(embedder.dimension)
+    queries = questions(args.queries)
     report: dict[str, Any] = {
-        "source": source,
-        "machine": {"cores": os.cpu_count(), "load_before": os.getloadavg()},
-        "queries": min(args.queries, len(questions(args.queries))),
+        "machine": {"cores": os.cpu_count(), "load_before": load_average()},
+        "queries": len(queries),
         "sizes": {},
     }
-    queries = questions(args.queries)
-    log(f"source: {source}; {len(queries)} queries")
-    report["writer_chunks_per_second"] = round(write_rate(url, identity, texts, vectors), 1)
-    log(f"writer (replace_file, no embedding): {report['writer_chunks_per_second']} chunks/s")
+    if args.keyword_only:
+        report["source"] = "SciFact's abstracts (common.synthetic_texts), keyword tables only"
+    else:
+        texts, vectors, report["source"] = source_chunks(embedder.dimension)
+        report["writer_chunks_per_second"] = round(write_rate(url, identity, texts, vectors), 1)
+        log(f"writer (replace_file, no embedding): {report['writer_chunks_per_second']} chunks/s")
+    log(f"source: {report['source']}; {len(queries)} queries")
     for size in (int(s) for s in args.sizes.split(",") if s):
-        collection = f"bench_{size}"
-        schema = f"citeline_{collection}"
+        prefix = "bench_keywords" if args.keyword_only else "bench"
+        collection = f"{prefix}_{size}"
+        schema = schema_for(collection)
+        entry: dict[str, Any] = {}
+        if not args.existing:
+            with psycopg.connect(url, autocommit=True) as conn:
+                conn.execute(
+                    sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(schema))
+                )
+            PostgresIndex(url, collection, identity, read_only=False).close()  # the schema
+            log(f"{size:,} chunks: loading")
+            with psycopg.connect(url, autocommit=True) as conn:
+                if args.keyword_only:
+                    timings = bulk_load_keywords(conn, schema, size)
+                else:
+                    timings = bulk_load(conn, schema, size, texts, vectors)
+            entry["build"] = {k: round(v, 1) for k, v in timings.items()}
+            log(f"{size:,} chunks: built in {timings['build_seconds']:.0f}s; searching")
         with psycopg.connect(url, autocommit=True) as conn:
-            conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(schema)))
-        PostgresIndex(url, collection, identity, read_only=False).close()  # the schema
-        log(f"{size:,} chunks: loading")
-        with psycopg.connect(url, autocommit=True) as conn:
-            timings = bulk_load(conn, schema, size, texts, vectors)
-            sizes = sizes_of(conn, schema)
-        log(
-            f"{size:,} chunks: built in {timings['build_seconds']:.0f}s,"
-            f" {sizes['total'] / 2**30:.2f} GiB; searching"
-        )
-        entry = {
-            "build": {k: round(v, 1) for k, v in timings.items()},
-            "bytes": sizes,
-            "search": measure(url, collection, identity, embedder, queries, size),
-        }
-        entry["load_during"] = os.getloadavg()
+            entry["bytes"] = sizes_of(conn, schema)
+        entry["load_before"] = load_average()
+        if args.keyword_only:
+            entry["search"] = measure_keywords(url, collection, identity, queries)
+        else:
+            entry["search"] = measure(url, collection, identity, embedder, queries, size)
+        entry["load_during"] = load_average()
         report["sizes"][str(size)] = entry
         if not args.keep:
             with psycopg.connect(url, autocommit=True) as conn:
@@ -482,13 +568,15 @@ def run(args: argparse.Namespace, url: str) -> None:
 
 
 def print_size(size: int, entry: dict[str, Any]) -> None:
-    b, s = entry["build"], entry["search"]
-    print(f"\n{size:,} chunks (load avg {entry['load_during'][0]:.1f} on {os.cpu_count()} cores)")
+    b, s = entry.get("build", {}), entry["search"]
     print(
-        f"  build: load {b['load_seconds']:.0f}s, b-tree {b['btree_seconds']:.0f}s,"
-        f" postings {b['postings_seconds']:.0f}s, HNSW {b['hnsw_seconds']:.0f}s,"
-        f" analyze {b['analyze_seconds']:.0f}s: {b['build_seconds']:.0f}s"
+        f"\n{size:,} chunks (load avg {entry['load_before'][0]:.1f} before,"
+        f" {entry['load_during'][0]:.1f} after, on {os.cpu_count()} cores)"
     )
+    if b:
+        print(
+            "  build: " + ", ".join(f"{k.removesuffix('_seconds')} {v:.0f}s" for k, v in b.items())
+        )
     big = sorted(((v, k) for k, v in entry["bytes"].items() if k != "total"), reverse=True)[:5]
     print(
         f"  size: {entry['bytes']['total'] / 2**30:.2f} GiB ("
@@ -498,6 +586,10 @@ def print_size(size: int, entry: dict[str, Any]) -> None:
     for name in ("dense_db", "exact_db", "keyword_db", "embed", "dense", "keyword", "hybrid"):
         if name in s:
             print(f"  {name:10} p50 {s[name]['p50_ms']:8.1f} ms   p95 {s[name]['p95_ms']:8.1f} ms")
+    if "same_ranking" in s:
+        print(
+            f"  same ranking as the exhaustive SQL: {s['same_ranking']} (top 10: {s['same_top10']})"
+        )
     if "hnsw_recall@10" in s:
         print(f"  HNSW recall@10 against exact: {s['hnsw_recall@10']}")
 
