@@ -29,7 +29,11 @@ the cache with hashed bag-of-words vectors under the real model's identity inste
 and edits with the real model either way).
 
     .venv/bin/python benchmarks/daemon.py [--chunks 10000] [--edits 20] [--queries 100]
-        [--synthetic-vectors] [--cold-index] [--json]
+        [--synthetic-vectors] [--model NAME] [--cold-index] [--json]
+
+--model names the folder's embedding model (``[embedding] model`` in its
+citeline.toml: ``multilingual-e5-small`` measures the multilingual query model);
+without it the English corpus keeps the default, all-MiniLM-L6-v2.
 """
 
 from __future__ import annotations
@@ -161,10 +165,11 @@ def build_index(docs: Path, synthetic: bool) -> None:
     print(f"  {report.files} files, {report.chunks} chunks", flush=True)
 
 
-def ensure_corpus(cache: Path, chunks: int, synthetic: bool) -> Path:
+def ensure_corpus(cache: Path, chunks: int, synthetic: bool, model: str = "") -> Path:
     files = max(chunks // SECTIONS_PER_FILE, 1)
     kind = "synthetic" if synthetic else "real"
-    docs = cache / f"corpus-{CORPUS_VERSION}-{files}-{kind}"
+    suffix = f"-{re.sub(r'[^A-Za-z0-9.-]', '_', model)}" if model else ""
+    docs = cache / f"corpus-{CORPUS_VERSION}-{files}-{kind}{suffix}"
     done = docs / ".citeline" / "benchmark-ready"
     if done.exists():
         # Undo an edit an interrupted run may have left.
@@ -173,6 +178,8 @@ def ensure_corpus(cache: Path, chunks: int, synthetic: bool) -> Path:
     if docs.exists():
         shutil.rmtree(docs)
     write_corpus(docs, files)
+    if model:
+        (docs / "citeline.toml").write_text(f"[embedding]\nmodel = {json.dumps(model)}\n")
     build_index(docs, synthetic)
     done.write_text("ok\n")
     return docs
@@ -404,7 +411,7 @@ async def measure_saves(client: Client, docs: Path, words: Sequence[str], n: int
 
 async def run(args: argparse.Namespace) -> dict[str, Any]:
     cache = Path(args.cache)
-    docs = ensure_corpus(cache, args.chunks, args.synthetic_vectors)
+    docs = ensure_corpus(cache, args.chunks, args.synthetic_vectors, args.model)
     words = vocabulary()
     load_before = os.getloadavg()[0]
     client = Client()
@@ -459,7 +466,8 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     return {
         "files": folder["files"],
         "chunks": folder["chunks"],
-        "vectors": "synthetic" if args.synthetic_vectors else "MiniLM",
+        "vectors": "synthetic" if args.synthetic_vectors else "the model's",
+        "model": args.model or "all-MiniLM-L6-v2",
         "start_to_ready_s": round(start_to_ready, 3),
         "first_search_s": round(first_search, 3),
         "settled_s": round(settled, 2),
@@ -492,6 +500,11 @@ def main() -> int:
         action="store_true",
         help="measure again while another process indexes another folder from scratch",
     )
+    parser.add_argument(
+        "--model",
+        default="",
+        help="the folder's embedding model (default: chosen by the documents, MiniLM here)",
+    )
     parser.add_argument("--json", action="store_true", help="print the figures as one JSON object")
     args = parser.parse_args()
     result = asyncio.run(run(args))
@@ -501,6 +514,7 @@ def main() -> int:
         f"corpus                 {result['files']} files, {result['chunks']} chunks"
         f" ({result['vectors']} vectors in the cached index; cache: {args.cache})"
     )
+    print(f"query model            {result['model']}")
     print(f"start to ready         {result['start_to_ready_s']:.2f} s (already indexed)")
     print(
         f"first search at ready  {result['first_search_s'] * 1000:.0f} ms"
@@ -554,6 +568,7 @@ def summary(result: dict[str, Any]) -> dict[str, Any]:
         "files": result["files"],
         "chunks": result["chunks"],
         "vectors": result["vectors"],
+        "model": result["model"],
         "load_average": result["load_average"],
         "cpus": result["cpus"],
     }

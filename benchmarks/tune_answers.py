@@ -7,8 +7,9 @@ question; a unit is labelled positive when it contains a
 reference answer.  Then, offline (features are cached, so refits are instant):
 
 1. the lexical model is fitted over every unit, and the dense model over the
-   ``DENSE_CANDIDATES`` units the lexical model ranks first (English only: the
-   bundled embedder does not understand Chinese), beside single-feature
+   ``DENSE_CANDIDATES`` units the lexical model ranks first (English only: MiniLM
+   does not understand Chinese, and with multilingual-e5-small the step would cost
+   each Chinese ask 12 embeddings of a model 4-5x slower), beside single-feature
    baselines: the share of answerable questions whose reference is in the top
    1/3/5 units;
 2. the answerability model is fitted over questions: the answerable ones against
@@ -27,7 +28,10 @@ The fitted weights are printed as code for ``scoring.py``.  Use tuning splits on
         --add squad:../shared/eval/cmrc2018/cmrc2018_trial.json
 
 (``--add``: more tuning sets, fitted together with the first; each language's
-models are fitted on that language's questions of all of them.)
+models are fitted on that language's questions of all of them.  ``--keep-lexical``
+refits only the answerability model and threshold: how ``fitted.CJK_MULTILINGUAL``
+was fitted, on CMRC trial indexed with multilingual-e5-small, the model that folder
+chooses.)
 """
 
 from __future__ import annotations
@@ -109,7 +113,9 @@ def collect(args: argparse.Namespace) -> list[Row]:
     rows: list[Row] = []
     for done, query in enumerate(evalset.queries, start=1):
         cjk = is_cjk(query.text)
-        use_dense = settings.retrieval.dense_for_cjk or not cjk
+        # cosines only for what ``fit`` uses them for: the dense model, English only (a
+        # CJK one would embed 12 units per ask with multilingual-e5-small, 4-5x MiniLM)
+        use_dense = not cjk
         hits = workspace.retriever.search(query.text, k=3 * answer.candidates)
         variants = [(hits[: answer.candidates], False)]
         if query.relevant:
@@ -246,13 +252,20 @@ def top_k(rows: list[Row], models: fitted.Models, k: int) -> float:
     return found / max(len(reachable), 1)
 
 
-def fit(rows: list[Row], dense: bool, costs: Costs) -> fitted.Models:
-    train = [r for r in rows if r.answerable and r.units]
-    x = np.array([f for r in train for _, _, f in r.units])
-    y = np.array([float(label) for r in train for label in r.labels])
-    lexical = fit_logistic(x, y, l2=1e-2)
+def fit(
+    rows: list[Row], dense: bool, costs: Costs, keep: fitted.Models | None = None
+) -> fitted.Models:
+    """The models fitted on ``rows``; with ``keep``, only its answerability model and
+    threshold are refitted (its unit models and selection are kept)."""
     no_answerability = fitted.Weights(0.0, (0.0,) * len(fitted.QUESTION_FEATURES))
-    models = fitted.Models(lexical, None, no_answerability)
+    if keep is not None:
+        models = dataclasses.replace(keep, answerable=no_answerability)
+        dense = False
+    else:
+        train = [r for r in rows if r.answerable and r.units]
+        x = np.array([f for r in train for _, _, f in r.units])
+        y = np.array([float(label) for r in train for label in r.labels])
+        models = fitted.Models(fit_logistic(x, y, l2=1e-2), None, no_answerability)
     if dense:
         head_x, head_y = [], []
         for r in train:
@@ -420,6 +433,12 @@ def main() -> None:
         "--min-keyword-cjk", type=float, default=AnswerSettings.min_keyword_score_cjk
     )
     parser.add_argument(
+        "--keep-lexical",
+        action="store_true",
+        help="refit only the answerability model and threshold, over the shipped unit"
+        " models (for another embedding model's evidence: multilingual-e5-small's)",
+    )
+    parser.add_argument(
         "--add",
         action="append",
         default=[],
@@ -445,7 +464,8 @@ def main() -> None:
         if sum(r.answerable for r in part) < 10:
             continue
         costs = Costs(unanswerable=args.unanswerable, ceiling=args.ceiling)
-        models = fit(part, dense=not cjk, costs=costs)
+        shipped = fitted.CJK if cjk else fitted.ENGLISH
+        models = fit(part, dense=not cjk, costs=costs, keep=shipped if args.keep_lexical else None)
         report(part, models, name)
 
 

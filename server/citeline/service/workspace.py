@@ -294,6 +294,7 @@ def answer(
     extractive answer never loads the generation model.
     """
 
+    from citeline.core.answering.fitted import cjk_models
     from citeline.core.answering.flow import AskContext, ask
     from citeline.core.answering.scoring import UnitScorer
 
@@ -308,6 +309,7 @@ def answer(
             lambda text: through_index(lambda ws: ws.embedder.count_tokens(text)),
             lambda texts: through_index(lambda ws: ws.unit_vectors(texts)),
             lambda query: through_index(lambda ws: ws.retriever.query_vector(query)),
+            cjk=cjk_models(settings.embedding.bundled),
         ),
         generator=generator,
         settings=settings.answer,

@@ -4,17 +4,19 @@ from __future__ import annotations
 
 from citeline.core.answering.fitted import (
     CJK,
+    CJK_MULTILINGUAL,
     DENSE_FEATURES,
     ENGLISH,
     FEATURES,
     QUESTION_FEATURES,
     Weights,
+    cjk_models,
     sigmoid,
 )
 
 
 def test_every_model_has_a_weight_per_feature() -> None:
-    for models in (ENGLISH, CJK):
+    for models in (ENGLISH, CJK, CJK_MULTILINGUAL):
         assert len(models.lexical.weights) == len(FEATURES)
         assert len(models.answerable.weights) == len(QUESTION_FEATURES)
         assert 0.0 < models.threshold < 1.0 and 0.0 <= models.relative < 1.0
@@ -27,3 +29,13 @@ def test_a_logistic_model() -> None:
     assert model.logit((1.0, 2.0)) == 2.0
     assert model.probability((0.5, 0.0)) == 0.5
     assert sigmoid(1e6) == 1.0 - sigmoid(-1e6)
+
+
+def test_chinese_questions_get_the_models_fitted_on_their_embedding_models_evidence() -> None:
+    e5 = cjk_models("multilingual-e5-small")
+    assert e5 is CJK_MULTILINGUAL and e5.lexical == CJK.lexical  # only the grade refitted
+    hit_dense = QUESTION_FEATURES.index("hit_dense")
+    assert CJK.answerable.weights[hit_dense] == 0.0  # MiniLM's CJK cosines are noise
+    assert e5.answerable.weights[hit_dense] > 0.0  # e5's carry signal
+    for other in ("all-MiniLM-L6-v2", None):
+        assert cjk_models(other) is CJK

@@ -151,3 +151,26 @@ CJK = Models(
     threshold=0.202,
     relative=0.0,
 )
+# CJK questions when multilingual-e5-small serves the folder: the same lexical model,
+# and the answerability model refitted over that model's fused evidence on CMRC 2018
+# trial (``tune_answers.py … --keep-lexical``): the best hit's dense score, noise with
+# MiniLM (weight 0 above), now tells answerable from relevant-removed questions
+# (weight 11.9; answerable graded "closest" 3.0% -> 1.4%, relevant-removed graded
+# "answer" 8.1% -> 7.5%, docs/quality.md).
+CJK_MULTILINGUAL = Models(
+    lexical=CJK.lexical,
+    dense=None,
+    answerable=Weights(-9.095, (7.178, -0.438, 1.501, -3.156, 11.915, 5.161, -0.312, 0.0)),
+    threshold=0.24,
+    relative=0.0,
+)
+
+#: The CJK models fitted for a bundled embedding model's scores, by its name (the
+#: others: ``CJK``, fitted with keyword evidence alone).
+CJK_BY_EMBEDDING_MODEL = {"multilingual-e5-small": CJK_MULTILINGUAL}
+
+
+def cjk_models(embedding_model: str | None) -> Models:
+    """The CJK models for the folder's bundled embedding model (None: a model of the
+    user's)."""
+    return CJK_BY_EMBEDDING_MODEL.get(embedding_model or "", CJK)
