@@ -99,7 +99,7 @@ def main() -> None:
             "text": answer.text,
         }
         if args.json:
-            print(json.dumps(row, ensure_ascii=False))
+            print(json.dumps(row, ensure_ascii=False), flush=True)
         elif kind in args.show:
             print(f"--- {query.id} [{kind}, {answer.grade}, cited {cited}] {query.text}")
             print(f"    want: {query.answers[:2]}  from {sorted(query.relevant)}")
