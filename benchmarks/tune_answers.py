@@ -123,8 +123,8 @@ def collect(args: argparse.Namespace) -> list[Row]:
             variants.append((others[: answer.candidates], True))
         terms = keywords.query_terms(query.text)
         idf = workspace.retriever.term_weights(terms) if terms else {}
-        identifiers = sorted(keywords.identifier_terms(query.text))
-        unknown = bool(identifiers and workspace.retriever.unknown_terms(identifiers))
+        named = sorted(features.identifiers(query.text))
+        unknown = bool(named and workspace.retriever.unknown_terms(named))
         words = {
             w.lower(): embedder.count_tokens(w.lower()) for w in features.question_words(query.text)
         }

@@ -18,13 +18,21 @@ def block(n: int, text: str) -> list[ScoredUnit]:
     return [ScoredUnit(u, e, (), -5.0) for u in split_units(text)]
 
 
-def scored(units: list[ScoredUnit], logits: dict[str, float], relative: float = 0.5) -> Scored:
+def scored(
+    units: list[ScoredUnit],
+    logits: dict[str, float],
+    relative: float = 0.5,
+    opening_brings_next: bool = False,
+) -> Scored:
     """The units with the given log-odds (by text; others stay low), best first."""
     ranked = sorted(
         (dataclasses.replace(u, logit=logits.get(u.unit.text, u.logit)) for u in units),
         key=lambda u: -u.logit,
     )
-    return Scored(ranked, 0.9, (), dataclasses.replace(ENGLISH, relative=relative))
+    models = dataclasses.replace(
+        ENGLISH, relative=relative, opening_brings_next=opening_brings_next
+    )
+    return Scored(ranked, 0.9, (), models)
 
 
 def texts(units: list[ScoredUnit]) -> list[str]:
@@ -70,6 +78,17 @@ def test_a_default_value_after_a_chosen_sentence_comes_along() -> None:
     units = block(1, "Above this many loose objects gc packs them. The default value is 6700.")
     result = select(scored(units, {"Above this many loose objects gc packs them.": 2.0}))
     assert texts(result.units)[-1] == "The default value is 6700."
+
+
+def test_a_sentence_opening_its_passage_brings_the_next_unit() -> None:
+    text = "You may need to check that a repository exists. Run snapshots: it fails if not."
+    units = block(1, text)
+    opener = "You may need to check that a repository exists."
+    result = select(scored(units, {opener: 2.0}, opening_brings_next=True))
+    assert texts(result.units) == [opener, "Run snapshots: it fails if not."]
+    assert texts(select(scored(units, {opener: 2.0})).units) == [opener]  # CJK: not
+    later = select(scored(units, {"Run snapshots: it fails if not.": 2.0}, 0.5, True))
+    assert texts(later.units) == ["Run snapshots: it fails if not."]
 
 
 def test_blocks_are_numbered_in_the_order_the_answer_cites_them() -> None:

@@ -7,8 +7,10 @@ import math
 from citeline.core.answering.features import (
     ASKS_HOW,
     ASKS_NUMBER,
+    asks_how,
     content_characters,
     coverage,
+    identifiers,
     local_weights,
     meaning,
     missing_jargon,
@@ -42,6 +44,19 @@ def test_a_code_block_means_what_it_does_not_its_string_literals() -> None:
     assert "index" not in meaning(code) and "--docs" in meaning(code)
     prose = Unit('He said "index".', "sentence", 0, 0)
     assert meaning(prose) == prose.text
+    # code inside quotes is what the block does
+    hook = Unit('eval "$(direnv hook bash)"', "code", 0, 0)
+    assert meaning(hook) == hook.text
+
+
+def test_identifiers_leave_out_cjk_runs_and_two_capitals() -> None:
+    assert identifiers("Where is core.sshCommand? SHA-256 and ARG_MAX") == {
+        "coresshcommand",
+        "sha256",
+        "argmax",
+    }
+    assert identifiers("skip files bigger than 1 GB") == {"1"}
+    assert identifiers("1998年世界杯的冠军是哪支球队？") == set()
 
 
 def test_question_words_and_characters() -> None:
@@ -55,6 +70,10 @@ def test_question_words_and_characters() -> None:
     assert content_characters("索引保存在哪里？") == set("索引保存")
     assert ASKS_NUMBER.search("How many moons?") and ASKS_NUMBER.search("索引有多大？")
     assert ASKS_HOW.search("How do I rotate keys?") and not ASKS_HOW.search("Why is it slow?")
+    # a task typed without a question word asks how, a yes/no question does not
+    assert asks_how("skip files bigger than 1 GB") and asks_how("自动检查上游新版本")
+    assert not asks_how("can it read .env files too") and not asks_how("它支持 zsh 吗")
+    assert not asks_how("exit code 3 means what") and not asks_how("支持哪些 shell？")
 
 
 def test_a_unit_repeating_its_heading_is_not_an_answer() -> None:

@@ -91,6 +91,8 @@ def test_missing_terms_are_the_identifiers_and_names_no_document_contains() -> N
     assert scorer.missing_terms("Checkbashisms: how do I run it?", cjk=False) == []
     assert scorer.missing_terms("Where is core.sshCommand stored?", cjk=False) == []
     assert scorer.missing_terms("Where is core.indexPath stored?", cjk=False) == ["coreindexpath"]
+    # two capitals are a unit or short form the documents may spell out
+    assert scorer.missing_terms("Skip files bigger than a GB", cjk=False) == []
     # in a Chinese question only identifiers count (its words are not the tokenizer's)
     assert scorer.missing_terms("Flathub 怎么用？", cjk=True) == []
     assert scorer.missing_terms("SHA-999 是什么？", cjk=True) == ["sha999"]

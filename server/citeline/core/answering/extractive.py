@@ -84,13 +84,18 @@ def select(result: Scored, max_units: int = MAX_UNITS) -> Extract:
     to the end of the sentence or list (at most ``LIST_MAX_ITEMS`` more); one
     that opens a block right after a short term (a definition list's term, an
     option's name) brings the term; a short sentence after it that states a
-    default comes along.
+    default comes along; with ``opening_brings_next`` (English), a sentence that
+    opens its passage (a section's first words often set the question up, and
+    the next give the answer) brings the unit after it.
     """
     scored = result.units
     if not scored:
         return Extract([], [], result.answerable, False)
     relative = result.models.relative if result.parts == 1 else 0.0
     at = {(s.evidence.n, s.unit.position): s for s in scored}
+    opening: dict[int, int] = {}  # each passage's first unit
+    for n, position in sorted(at):
+        opening.setdefault(n, position)
     best = scored[0].probability
     chosen: list[ScoredUnit] = []
 
@@ -122,11 +127,14 @@ def select(result: Scored, max_units: int = MAX_UNITS) -> Extract:
             add(before)
         add(candidate)
         after = at.get((n, position + 1))
-        if (
-            after is not None
-            and after.unit.block == candidate.unit.block
-            and len(after.unit.text) <= _VALUE_MAX_CHARS
-            and _CARRIES_VALUE.match(after.unit.text)
+        opens = candidate.unit.kind == "sentence" and opening[n] == position
+        if after is not None and (
+            (result.models.opening_brings_next and opens)
+            or (
+                after.unit.block == candidate.unit.block
+                and len(after.unit.text) <= _VALUE_MAX_CHARS
+                and _CARRIES_VALUE.match(after.unit.text)
+            )
         ):
             add(after)
         current = candidate

@@ -17,10 +17,11 @@ compute for all of them:
   after a matching one often holds the value: "The default is 6700.");
 - ``rank``: the retrieval rank of the unit's block;
 - ``length``: the unit's length (short units say little);
-- ``code``: the unit is a code block (its terms leave out string literals:
-  ``citeline ask "Where is the index?"`` is an example of asking, not an answer);
+- ``code``: the unit is a code block (its terms leave out string literals that
+  read as prose: ``citeline ask "Where is the index?"`` is an example of asking,
+  not an answer);
 - ``how_code``: a code block, and the question asks how to do something or for
-  a command (code answers those);
+  a command (``asks_how``: code answers those);
 - ``fragment``: the unit does not end like a sentence (a term being defined, a
   heading or caption in a PDF's text layer);
 - ``number``: the question asks for a quantity or a time and the unit holds one;
@@ -30,8 +31,9 @@ compute for all of them:
 - ``first``: ``heading`` for the first unit under it (what a section says first
   is what it is about), 0 for the others;
 - ``kind``: the unit has the shape the question's kind wants (``kind_fits``):
-  "how do I" a command, setting or code, "what is the default" a default, "why"
-  a reason, "what is X" a definition.
+  "how do I" (or a task typed without a question word, ``asks_how``) a command,
+  setting or code, "what is the default" a default, "why" a reason, "what is X"
+  a definition.
 
 The question as a whole is judged by whether it names an identifier the
 documents never mention (``core.sshCommand``, ``SHA-256``) and how many of its
@@ -96,6 +98,34 @@ _DEFINES = re.compile(
 _WH_WORD = re.compile(
     r"\b(?:why|how|what|where|when|which|who)\b|为什么|为何|怎么|怎样|如何|哪|什么|多少", re.I
 )
+# A question asking yes or no ("can it read .env files", "是否支持…", "…吗").
+_YES_NO = re.compile(
+    r"^\W*(?:is|are|was|were|can|could|does|do|did|should|will|would|has|have|may|must)\b"
+    r"|是否|能否|可否|吗[？?]?\s*$|么[？?]?\s*$",
+    re.I,
+)
+
+
+def asks_how(question: str) -> bool:
+    """Whether the question asks how to do something: "how do I …", "which command",
+    and a task typed without a question word, as into a command palette ("skip
+    files bigger than 1 GB", "add a new changelog entry"): commands, settings and
+    code answer those."""
+    if ASKS_HOW.search(question):
+        return True
+    return not _WH_WORD.search(question) and not _YES_NO.search(question.strip())
+
+
+def identifiers(question: str) -> set[str]:
+    """The keyword terms of the identifiers a question names (``core.sshCommand``,
+    ``SHA-256``), less CJK runs (one token to ``identifier_terms``: "1998年世界杯…"
+    is no identifier) and two capitals (a unit or short form the documents may
+    spell out: "GB")."""
+    return {
+        t
+        for t in keywords.identifier_terms(question)
+        if not CJK_RUN.search(t) and not (len(t) <= 2 and t.isalpha())
+    }
 
 
 def question_parts(question: str) -> int:
@@ -113,7 +143,7 @@ def kind_fits(question: str, unit: Unit) -> bool:
         return bool(_REASON.search(text))
     if ASKS_DEFAULT.search(question):
         return bool(_DEFAULT.search(text))
-    if ASKS_HOW.search(question):
+    if asks_how(question):
         return unit.kind == "code" or bool(_ACTION.search(text))
     if ASKS_WHAT_IS.search(question.strip()):
         return bool(_DEFINES.search(text))
@@ -126,13 +156,16 @@ def own_heading(evidence: Evidence) -> str:
     return chunk.heading_path[-1] if chunk.heading_path else chunk.title
 
 
-_QUOTED = re.compile(r"\"[^\"\n]*\"|'[^'\n]*'")
+# A string literal that reads as prose: words, spaces and sentence punctuation only
+# ("Where is the index?"), not code inside quotes ("$(direnv hook bash)").
+_QUOTED_PROSE = re.compile(r"\"[\w ,.?!'-]*\"|'[\w ,.?!-]*'")
 
 
 def meaning(unit: Unit) -> str:
     """The text a unit's terms are taken from: a code block without its string
-    literals, which are data (an example question, a file name), not what it does."""
-    return _QUOTED.sub(" ", unit.text) if unit.kind == "code" else unit.text
+    literals that read as prose, which are data (an example question, a message),
+    not what it does; code inside quotes (``eval "$(direnv hook bash)"``) stays."""
+    return _QUOTED_PROSE.sub(" ", unit.text) if unit.kind == "code" else unit.text
 
 
 def coverage(weights: dict[str, float], present: set[str]) -> float:

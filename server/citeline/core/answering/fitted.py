@@ -66,7 +66,8 @@ class Models:
 
     ``threshold``: the evidence answers the question when ``answerable`` says at
     least this.  ``relative``: units after the first must reach this share of the
-    first one's probability (up to four units).
+    first one's probability (up to four units).  ``opening_brings_next``: a chosen
+    sentence that opens its passage brings the unit after it (``extractive.select``).
     """
 
     lexical: Weights  # over FEATURES
@@ -74,6 +75,7 @@ class Models:
     answerable: Weights  # over QUESTION_FEATURES
     threshold: float = 0.5
     relative: float = 0.2
+    opening_brings_next: bool = False
 
 
 # Fitted by benchmarks/tune_answers.py on the tuning splits (docs/quality.md): English
@@ -125,6 +127,7 @@ ENGLISH = Models(
     answerable=Weights(-1.917, (5.778, 0.6, -1.749, 0.458, 1.517, 0.854, -1.367, -0.862)),
     threshold=0.5,
     relative=0.2,
+    opening_brings_next=True,
 )
 CJK = Models(
     lexical=Weights(

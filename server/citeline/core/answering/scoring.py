@@ -22,15 +22,16 @@ import numpy.typing as npt
 
 from citeline.core import keywords
 from citeline.core.answering.features import (
-    ASKS_HOW,
     ASKS_NUMBER,
     LENGTH_NORM,
     NUMBER,
     CountTokens,
+    asks_how,
     content_characters,
     coverage,
     embedding_input,
     evidence_terms,
+    identifiers,
     kind_fits,
     local_weights,
     meaning,
@@ -44,7 +45,6 @@ from citeline.core.answering.features import (
 from citeline.core.answering.fitted import CJK, ENGLISH, QUESTION_FEATURES, Models, sigmoid
 from citeline.core.answering.results import Evidence
 from citeline.core.answering.units import Unit, is_fragment, split_units
-from citeline.core.scripts import CJK_RUN
 
 Vectors = npt.NDArray[np.float32]
 EmbedTexts = Callable[[Sequence[str]], Vectors]
@@ -119,17 +119,18 @@ class UnitScorer:
         the names it capitalises inside the sentence that the embedder's tokenizer
         does not know whole (``Flathub``).  Such a question hinges on that very
         thing, so no passage can answer it.  (A lower-case word the tokenizer splits
-        is often an inflection, ``rewrote``, or a spelling the documents lack: the
-        answer scorer weighs those, ``missing_jargon``.)"""
+        is often an inflection, ``rewrote``, or a spelling the documents lack, and
+        two capitals a unit or short form, ``GB``: the answer scorer weighs those,
+        ``missing_jargon``.)"""
         if self.unknown_terms is None:
             return []
-        # (a CJK run is one token to identifier_terms: "1998年世界杯…" is no identifier)
-        names = {t: t for t in keywords.identifier_terms(question) if not CJK_RUN.search(t)}
+        names = {t: t for t in identifiers(question)}
         if not cjk and self.count_tokens is not None:
             for word in question_words(question)[1:]:
                 word_terms = keywords.terms(word)
                 if (
                     word[:1].isupper()
+                    and len(word) > 2
                     and len(word_terms) == 1
                     and self.count_tokens(word.lower()) > 1
                 ):
@@ -161,7 +162,7 @@ class UnitScorer:
         local_chars = local_weights(q_chars, unit_chars)
         local = [coverage(local_terms, terms) for terms in unit_terms]
         wants_number = bool(ASKS_NUMBER.search(question))
-        wants_how = bool(ASKS_HOW.search(question))
+        wants_how = asks_how(question)
         heading = {e.n: coverage(weights, set(keywords.terms(own_heading(e)))) for e in evidence}
         firsts: dict[int, int] = {}
         for u, e in pairs:  # in passage order: the first seen is the first under the heading
@@ -216,8 +217,8 @@ class UnitScorer:
             ]
             head.sort(key=lambda s: -s.logit)
             units = head + tail
-        identifiers = sorted(keywords.identifier_terms(question))
-        unknown = bool(self.unknown_terms and identifiers and self.unknown_terms(identifiers))
+        named = sorted(identifiers(question))
+        unknown = bool(self.unknown_terms and named and self.unknown_terms(named))
         jargon = (
             missing_jargon(question, [(s.unit, s.evidence) for s in units], self.count_tokens)
             if self.count_tokens is not None and not cjk
