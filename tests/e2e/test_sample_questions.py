@@ -63,21 +63,7 @@ async def client(samples: Path) -> AsyncIterator[CitelineClient]:
         await stop(client)
 
 
-# "how do I install it": its words match the Installing section weakly (keyword
-# 0.54) and its meaning barely (cosine 0.16, the bundled MiniLM), while a passage
-# quoting "citeline index" matches in words alone; retrieval does not yet bridge it.
-KNOWN_GAPS = {"how do I install it"}
-
-
-@pytest.mark.parametrize(
-    "question",
-    [
-        pytest.param(q, marks=pytest.mark.xfail(strict=True, reason="retrieval gap"))
-        if q in KNOWN_GAPS
-        else q
-        for q in TABLE
-    ],
-)
+@pytest.mark.parametrize("question", list(TABLE))
 async def test_each_plain_question_is_answered_from_the_section_that_holds_it(
     client: CitelineClient, samples: Path, question: str
 ) -> None:

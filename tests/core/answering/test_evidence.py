@@ -50,6 +50,9 @@ def test_hits_are_evidence_when_close_in_meaning_in_words_or_moderately_in_both(
     assert is_evidence(scored(None, 0.2), settings, cjk=True)  # keyword only, CJK threshold
     strong, weak = scored(0.45, 0.1, 1), scored(0.31, 0.2, 2)
     assert evidence_hits([strong, weak], settings) == [strong]  # moderate in meaning only
+    # what retrieval ranks above the first evidence is evidence too (on the topic)
+    above = scored(0.2, 0.3, 1)
+    assert evidence_hits([above, strong, weak], settings) == [above, strong]
     # "how do I install it": the Installing section is moderately close in both; a
     # passage quoting a question in an example command is strong in words alone
     installing, example = scored(0.32, 0.54, 1), scored(0.05, 0.71, 2)

@@ -86,7 +86,10 @@ def evidence_hits(hits: Sequence[Hit], settings: AnswerSettings, cjk: bool = Fal
     question shares few words and little meaning with any one passage), every
     hit that reaches either of those too, in rank order.  (A passage that quotes
     the question itself, an example command, is strong in words alone; the
-    section that answers may be only moderately close.)
+    section that answers may be only moderately close.)  Once one hit is
+    evidence, so is every hit retrieval ranks above it: the fused ranking put
+    them first ("how do I install it": the Installing section ranks first and is
+    only moderately close; an example further down quotes a question).
     """
     strong = [is_evidence(h, settings, cjk) for h in hits]
     dense = [d for h in hits if (d := _dense(h)) is not None]
@@ -98,10 +101,8 @@ def evidence_hits(hits: Sequence[Hit], settings: AnswerSettings, cjk: bool = Fal
         and max(keyword) >= settings.min_joint_keyword_score
         and max(dense) + max(keyword) >= settings.min_joint_total
     )
-    return [
-        h
-        for h, alone in zip(hits, strong, strict=True)
-        if alone
+    kept = [
+        alone
         or (
             joint
             and (
@@ -109,7 +110,12 @@ def evidence_hits(hits: Sequence[Hit], settings: AnswerSettings, cjk: bool = Fal
                 or (h.keyword or 0.0) >= settings.min_joint_keyword_score
             )
         )
+        for h, alone in zip(hits, strong, strict=True)
     ]
+    if any(kept):  # on the topic: what retrieval ranks above the first evidence is evidence
+        first = kept.index(True)
+        kept = [k or i < first for i, k in enumerate(kept)]
+    return [h for h, k in zip(hits, kept, strict=True) if k]
 
 
 def distinct_evidence(hits: Sequence[Hit], settings: AnswerSettings) -> list[Evidence]:
