@@ -55,7 +55,7 @@ from citeline.backends.postgres.index import PostgresIndex
 from citeline.backends.postgres.keywords import fold
 from citeline.core.chunking import ChunkSettings
 from citeline.core.documents import Chunk
-from citeline.core.index import IndexIdentity, NewChunk
+from citeline.core.index import FileUpdate, IndexIdentity, NewChunk
 from citeline.core.keywords import query_terms, terms
 from citeline.core.retrieval import Retriever
 from citeline.settings import BUNDLED_MODEL_RETRIEVAL, EmbeddingSettings
@@ -365,15 +365,17 @@ def write_rate(url: str, identity: IndexIdentity, texts: list[str], vectors: np.
                 rows.append(vectors[k])
             matrix = np.stack(rows)
             index.replace_file(
-                path=f"w/{f}.md",
-                kind="markdown",
-                title="T",
-                content_hash="h",
-                size=1,
-                mtime_ns=1,
-                chunks=chunks,
-                chunk_vectors=matrix,
-                new_vectors={c.vector_key: v for c, v in zip(chunks, matrix, strict=True)},
+                FileUpdate(
+                    path=f"w/{f}.md",
+                    kind="markdown",
+                    title="T",
+                    content_hash="h",
+                    size=1,
+                    mtime_ns=1,
+                    chunks=chunks,
+                    chunk_vectors=matrix,
+                    new_vectors={c.vector_key: v for c, v in zip(chunks, matrix, strict=True)},
+                )
             )
             count += len(chunks)
     seconds = time.perf_counter() - started

@@ -22,7 +22,7 @@ from citeline.backends.faiss import FaissVectorIndex
 from citeline.backends.postgres.index import PostgresIndex
 from citeline.core.chunking import ChunkSettings
 from citeline.core.documents import Chunk
-from citeline.core.index import DocumentIndex, IndexCounts, IndexIdentity, NewChunk
+from citeline.core.index import DocumentIndex, FileUpdate, IndexCounts, IndexIdentity, NewChunk
 from citeline.core.keywords import terms
 from memory import MemoryVectorIndex
 
@@ -100,20 +100,22 @@ def put(
         for i, text in enumerate(texts)
     ]
     return index.replace_file(
-        path=path,
-        kind="markdown",
-        title="Title",
-        content_hash=f"hash-{os.fsencode(path).decode('latin-1')}-{len(texts)}",
-        size=10,
-        mtime_ns=1,
-        chunks=chunks,
-        chunk_vectors=np.stack(vectors) if vectors else np.zeros((0, 3), np.float32),
-        new_vectors={
-            c.vector_key: v
-            for c, v in zip(chunks, vectors, strict=True)
-            if c.vector_key not in stored
-        },
-        error=error,
+        FileUpdate(
+            path=path,
+            kind="markdown",
+            title="Title",
+            content_hash=f"hash-{os.fsencode(path).decode('latin-1')}-{len(texts)}",
+            size=10,
+            mtime_ns=1,
+            chunks=chunks,
+            chunk_vectors=np.stack(vectors) if vectors else np.zeros((0, 3), np.float32),
+            new_vectors={
+                c.vector_key: v
+                for c, v in zip(chunks, vectors, strict=True)
+                if c.vector_key not in stored
+            },
+            error=error,
+        )
     )
 
 
@@ -199,16 +201,18 @@ def test_paths_that_are_not_utf8_and_notes_round_trip(open_index: Opener) -> Non
     with index.writing():
         (added,) = put(index, name, ["Latin one."], [unit(1, 1, 0)])[1]
         index.replace_file(
-            path="scan.pdf",
-            kind="pdf",
-            title="Scan",
-            content_hash="h",
-            size=1,
-            mtime_ns=1,
-            chunks=[],
-            chunk_vectors=np.zeros((0, 3), np.float32),
-            new_vectors={},
-            note="left out 2 running header/footer line(s)",
+            FileUpdate(
+                path="scan.pdf",
+                kind="pdf",
+                title="Scan",
+                content_hash="h",
+                size=1,
+                mtime_ns=1,
+                chunks=[],
+                chunk_vectors=np.zeros((0, 3), np.float32),
+                new_vectors={},
+                note="left out 2 running header/footer line(s)",
+            )
         )
     assert set(index.files()) == {name, "scan.pdf"}
     assert index.chunks_by_id([added])[added].path == name

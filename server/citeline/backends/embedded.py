@@ -50,9 +50,9 @@ from citeline.core.embedding import FloatMatrix
 from citeline.core.errors import BackendError, DiskFull, disk_full_message
 from citeline.core.index import (
     FileRecord,
+    FileUpdate,
     IndexCounts,
     IndexIdentity,
-    NewChunk,
     Vector,
     reconcile_identity,
 )
@@ -389,35 +389,10 @@ class EmbeddedIndex:
     def touch_file(self, path: str, size: int, mtime_ns: int) -> None:
         self.store.touch_file(path, size, mtime_ns)
 
-    def replace_file(
-        self,
-        *,
-        path: str,
-        kind: str,
-        title: str,
-        content_hash: str,
-        size: int,
-        mtime_ns: int,
-        chunks: Sequence[NewChunk],
-        chunk_vectors: FloatMatrix,
-        new_vectors: Mapping[str, Vector],
-        error: str | None = None,
-        note: str | None = None,
-    ) -> tuple[list[int], list[int]]:
-        removed, added = self.store.replace_file(
-            path=path,
-            kind=kind,
-            title=title,
-            content_hash=content_hash,
-            size=size,
-            mtime_ns=mtime_ns,
-            chunks=chunks,
-            new_vectors=new_vectors,
-            error=error,
-            note=note,
-        )
-        self._mirror(removed, added, chunk_vectors)
-        for chunk_id, item in zip(added, chunks, strict=True):
+    def replace_file(self, update: FileUpdate) -> tuple[list[int], list[int]]:
+        removed, added = self.store.replace_file(update)
+        self._mirror(removed, added, update.chunk_vectors)
+        for chunk_id, item in zip(added, update.chunks, strict=True):
             self.keywords.add(chunk_id, item.terms)
         return removed, added
 

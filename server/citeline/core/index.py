@@ -79,6 +79,28 @@ class NewChunk:
     terms: str = ""  # space-separated keyword terms
 
 
+@dataclass(frozen=True, eq=False)
+class FileUpdate:
+    """One file's new state, as :meth:`DocumentIndex.replace_file` commits it whole:
+    its record, its chunks with one vector row each (``chunk_vectors``), and the
+    vectors not stored before (``new_vectors``; already stored ones may be passed
+    again).  ``path`` may hold surrogate escapes (a name that is not valid UTF-8):
+    it is kept as is.  ``error``: the one-line load error of a file kept without
+    chunks; ``note``: what loading left out of its text."""
+
+    path: str
+    kind: str
+    title: str
+    content_hash: str
+    size: int
+    mtime_ns: int
+    chunks: Sequence[NewChunk]
+    chunk_vectors: FloatMatrix
+    new_vectors: Mapping[str, Vector]
+    error: str | None = None
+    note: str | None = None
+
+
 @dataclass(frozen=True)
 class IndexCounts:
     files: int  # documents indexed without error
@@ -238,26 +260,9 @@ class DocumentIndex(Protocol):
         """Record a new size and mtime for a file whose content did not change."""
         ...
 
-    def replace_file(
-        self,
-        *,
-        path: str,
-        kind: str,
-        title: str,
-        content_hash: str,
-        size: int,
-        mtime_ns: int,
-        chunks: Sequence[NewChunk],
-        chunk_vectors: FloatMatrix,
-        new_vectors: Mapping[str, Vector],
-        error: str | None = None,
-        note: str | None = None,
-    ) -> tuple[list[int], list[int]]:
-        """Atomically replace a file's record and chunks; ``chunk_vectors`` holds one
-        row per chunk, ``new_vectors`` the vectors not stored before (already stored
-        ones may be passed again).  ``path`` may hold surrogate escapes (a name that
-        is not valid UTF-8): it is kept as is.  Returns (removed chunk ids, added
-        chunk ids)."""
+    def replace_file(self, update: FileUpdate) -> tuple[list[int], list[int]]:
+        """Atomically replace a file's record and chunks with ``update``.  Returns
+        (removed chunk ids, added chunk ids)."""
         ...
 
     def remove_files(self, paths: Iterable[str]) -> list[int]:

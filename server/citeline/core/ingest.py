@@ -33,7 +33,7 @@ from citeline.core.chunking import ChunkSettings, chunk_document, embedding_key,
 from citeline.core.documents import LoadError, SourceDocument, display_text
 from citeline.core.embedding import Embedder
 from citeline.core.files import TooLarge
-from citeline.core.index import DocumentIndex, FileRecord, NewChunk, Vector
+from citeline.core.index import DocumentIndex, FileRecord, FileUpdate, NewChunk, Vector
 from citeline.core.loaders import parse_document, read_document
 from citeline.core.walking import DocumentFilter
 
@@ -393,17 +393,21 @@ class Ingestor:
                 else np.zeros((0, dim), np.float32)
             )
             removed, added = self.index.replace_file(
-                path=prepared.rel,
-                kind=prepared.document.kind if prepared.document else "unknown",
-                title=prepared.document.title if prepared.document else display_text(prepared.rel),
-                content_hash=prepared.content_hash,
-                size=prepared.size,
-                mtime_ns=prepared.mtime_ns,
-                chunks=prepared.chunks,
-                chunk_vectors=vectors_for_chunks,
-                new_vectors=new_for_file,
-                error=prepared.error,
-                note=prepared.note,
+                FileUpdate(
+                    path=prepared.rel,
+                    kind=prepared.document.kind if prepared.document else "unknown",
+                    title=prepared.document.title
+                    if prepared.document
+                    else display_text(prepared.rel),
+                    content_hash=prepared.content_hash,
+                    size=prepared.size,
+                    mtime_ns=prepared.mtime_ns,
+                    chunks=prepared.chunks,
+                    chunk_vectors=vectors_for_chunks,
+                    new_vectors=new_for_file,
+                    error=prepared.error,
+                    note=prepared.note,
+                )
             )
             report.embedded += len(new_for_file)
             report.reused += len(prepared.chunks) - len(new_for_file)

@@ -20,7 +20,7 @@ from citeline.backends.postgres.index import PostgresIndex
 from citeline.core.chunking import ChunkSettings
 from citeline.core.documents import Chunk
 from citeline.core.errors import BackendError, IndexMismatch, IndexUnavailable
-from citeline.core.index import DocumentIndex, IndexIdentity, NewChunk
+from citeline.core.index import DocumentIndex, FileUpdate, IndexIdentity, NewChunk
 from citeline.core.keywords import query_terms, terms
 from postgres import TestServer
 
@@ -50,15 +50,17 @@ def put(index: DocumentIndex, path: str, texts: list[str], seed: int = 0) -> lis
     ]
     vectors = np.stack([vector(seed + i) for i in range(len(texts))])
     _, added = index.replace_file(
-        path=path,
-        kind="markdown",
-        title="T",
-        content_hash=f"h-{path}",
-        size=1,
-        mtime_ns=1,
-        chunks=chunks,
-        chunk_vectors=vectors,
-        new_vectors={c.vector_key: v for c, v in zip(chunks, vectors, strict=True)},
+        FileUpdate(
+            path=path,
+            kind="markdown",
+            title="T",
+            content_hash=f"h-{path}",
+            size=1,
+            mtime_ns=1,
+            chunks=chunks,
+            chunk_vectors=vectors,
+            new_vectors={c.vector_key: v for c, v in zip(chunks, vectors, strict=True)},
+        )
     )
     return added
 
@@ -180,15 +182,17 @@ def test_hnsw_recall_against_exact_search(postgres: TestServer, collection: str)
                 for i, t in enumerate(texts)
             ]
             team.replace_file(
-                path=f"{f}.md",
-                kind="markdown",
-                title="T",
-                content_hash="h",
-                size=1,
-                mtime_ns=1,
-                chunks=chunks,
-                chunk_vectors=vectors,
-                new_vectors={c.vector_key: v for c, v in zip(chunks, vectors, strict=True)},
+                FileUpdate(
+                    path=f"{f}.md",
+                    kind="markdown",
+                    title="T",
+                    content_hash="h",
+                    size=1,
+                    mtime_ns=1,
+                    chunks=chunks,
+                    chunk_vectors=vectors,
+                    new_vectors={c.vector_key: v for c, v in zip(chunks, vectors, strict=True)},
+                )
             )
     exact = PostgresIndex(postgres.url, collection, team.identity, read_only=True, exact=True)
     found = 0

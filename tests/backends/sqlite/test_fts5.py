@@ -10,7 +10,7 @@ import pytest
 
 from citeline.backends.sqlite.store import SqliteStore
 from citeline.core.documents import Chunk
-from citeline.core.index import NewChunk
+from citeline.core.index import FileUpdate, NewChunk
 
 
 def test_any_term_is_quoted_so_fts5_syntax_is_only_text(tmp_path: Path) -> None:
@@ -28,14 +28,17 @@ def test_terms_roll_back_with_their_chunks(tmp_path: Path) -> None:
 
     def put(chunks: list[NewChunk]) -> None:
         store.replace_file(
-            path="a.md",
-            kind="markdown",
-            title="T",
-            content_hash="h",
-            size=1,
-            mtime_ns=1,
-            chunks=chunks,
-            new_vectors={"k1": np.ones(4, np.float32)},
+            FileUpdate(
+                path="a.md",
+                kind="markdown",
+                title="T",
+                content_hash="h",
+                size=1,
+                mtime_ns=1,
+                chunks=chunks,
+                chunk_vectors=np.ones((len(chunks), 4), np.float32),
+                new_vectors={"k1": np.ones(4, np.float32)},
+            )
         )
 
     with pytest.raises(TypeError):

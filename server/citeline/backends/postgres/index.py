@@ -54,9 +54,9 @@ from citeline.core.embedding import FloatMatrix
 from citeline.core.errors import BackendError
 from citeline.core.index import (
     FileRecord,
+    FileUpdate,
     IndexCounts,
     IndexIdentity,
-    NewChunk,
     Vector,
     check_identity,
     reconcile_identity,
@@ -739,25 +739,22 @@ class PostgresIndex:
         ).fetchall()
         return [int(r[0]) for r in rows]
 
-    def replace_file(
-        self,
-        *,
-        path: str,
-        kind: str,
-        title: str,
-        content_hash: str,
-        size: int,
-        mtime_ns: int,
-        chunks: Sequence[NewChunk],
-        chunk_vectors: FloatMatrix,
-        new_vectors: Mapping[str, Vector],
-        error: str | None = None,
-        note: str | None = None,
-    ) -> tuple[list[int], list[int]]:
+    def replace_file(self, update: FileUpdate) -> tuple[list[int], list[int]]:
         """One transaction: the file's old chunks out (their vectors kept by key), the
         new ones in with their vectors and terms, a new generation announced."""
         self._writable()
         now = time.time()
+        path, chunks = update.path, update.chunks
+        record = (
+            update.kind,
+            update.title,
+            update.content_hash,
+            update.size,
+            update.mtime_ns,
+            now,
+            update.error,
+            update.note,
+        )
 
         def write(conn: psycopg.Connection[Any]) -> tuple[list[int], list[int]]:
             with conn.transaction():
@@ -771,7 +768,7 @@ class PostgresIndex:
                         " indexed_at, error, note) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)"
                         " RETURNING id"
                     ),
-                    (stored, kind, title, content_hash, size, mtime_ns, now, error, note),
+                    (stored, *record),
                 ).fetchone()
                 assert row is not None
                 file_id = int(row[0])
@@ -800,7 +797,7 @@ class PostgresIndex:
                                     item.vector_key,
                                     Embedding(vector),
                                 )
-                                for item, vector in zip(chunks, chunk_vectors, strict=True)
+                                for item, vector in zip(chunks, update.chunk_vectors, strict=True)
                             ],
                             returning=True,
                         )

@@ -38,7 +38,7 @@ from citeline.backends.sqlite import clean_close, fts5
 from citeline.backends.sqlite.fts5 import Fts5KeywordIndex
 from citeline.core.documents import Chunk
 from citeline.core.errors import BackendError, DiskFull, IndexDamaged, disk_full_message
-from citeline.core.index import FileRecord, IndexCounts, NewChunk, Vector
+from citeline.core.index import FileRecord, FileUpdate, IndexCounts, Vector
 
 log = logging.getLogger(__name__)
 
@@ -416,21 +416,10 @@ class SqliteStore:
             (size, mtime_ns, path_key(path)),
         )
 
-    def replace_file(
-        self,
-        *,
-        path: str,
-        kind: str,
-        title: str,
-        content_hash: str,
-        size: int,
-        mtime_ns: int,
-        chunks: Sequence[NewChunk],
-        new_vectors: Mapping[str, Vector],
-        error: str | None = None,
-        note: str | None = None,
-    ) -> tuple[list[int], list[int]]:
-        """Atomically replace a file's chunks.  Returns (removed ids, added ids)."""
+    def replace_file(self, update: FileUpdate) -> tuple[list[int], list[int]]:
+        """Atomically replace a file's chunks (``update.chunk_vectors`` is the vector
+        index's: the store keeps vectors by key).  Returns (removed ids, added ids)."""
+        path, chunks = update.path, update.chunks
         now = time.time()
         with self._transaction():
             removed = self.chunk_ids_for(path)
@@ -440,10 +429,20 @@ class SqliteStore:
                 "INSERT INTO files(path, kind, title, content_hash, size, mtime_ns,"
                 " indexed_at, error, note)"
                 " VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (path_key(path), kind, title, content_hash, size, mtime_ns, now, error, note),
+                (
+                    path_key(path),
+                    update.kind,
+                    update.title,
+                    update.content_hash,
+                    update.size,
+                    update.mtime_ns,
+                    now,
+                    update.error,
+                    update.note,
+                ),
             )
             file_id = cursor.lastrowid
-            self._put_vectors(new_vectors, now)
+            self._put_vectors(update.new_vectors, now)
             added: list[int] = []
             for item in chunks:
                 c = item.chunk
