@@ -13,6 +13,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -23,10 +24,12 @@ from citeline.core.index import IndexCounts
 from citeline.core.ingest import IngestReport
 from citeline.service import scheduler as scheduler_module
 from citeline.service.errors import ServiceError
-from citeline.service.folders import Folder, Folders
+from citeline.service.folders import Folder
+from citeline.service.registry import Folders
 from citeline.service.scheduler import IngestScheduler
 from citeline.service.status import FolderStatus
 from citeline.service.workers import Workers
+from citeline.settings import Settings
 from recording import RecordingEvents, StateEvents, settled
 
 
@@ -37,6 +40,16 @@ class FakeWorkspace:
         self.batches: list[list[str] | None] = []
         self.errors: list[tuple[str, str]] = []
         self.thread: str | None = None
+        self.settings = Settings()
+        self.ingestor = SimpleNamespace(batch_chunks=0, embed_chunks=0)
+        self.index = SimpleNamespace(subscribe=lambda callback: False)
+        self.closed = 0
+
+    def apply_settings(self, settings: Settings) -> None:
+        self.settings = settings
+
+    def close(self) -> None:
+        self.closed += 1
 
     def update(
         self,
@@ -83,6 +96,23 @@ class IndexedWorkspace(FakeWorkspace):
         return FolderStatus(docs=Path("/"), index="fake", files=3, chunks=12, dimension=3)
 
 
+class FakeBackends:
+    """Opens the one fake workspace for every folder (as ``app.ModelPool`` opens real ones)."""
+
+    def __init__(self, fake: FakeWorkspace) -> None:
+        self.fake = fake
+
+    def open_workspace(self, docs_root: Path, settings: Settings) -> FakeWorkspace:
+        self.fake.settings = settings
+        return self.fake
+
+
+def scheduler_over(
+    workers: Workers, events: RecordingEvents, fake: FakeWorkspace
+) -> IngestScheduler:
+    return IngestScheduler(workers, events, FakeBackends(fake))  # type: ignore[arg-type]
+
+
 @dataclass
 class Setup:
     folders: Folders
@@ -96,7 +126,7 @@ def setup() -> Iterator[Setup]:
     workers = Workers()
     events = RecordingEvents()
     fake = FakeWorkspace()
-    scheduler = IngestScheduler(workers, events, lambda folder: fake)  # type: ignore[arg-type,return-value]
+    scheduler = scheduler_over(workers, events, fake)
     yield Setup(Folders(workers, scheduler, events), scheduler, events, fake)
     workers.stop(5)
 
@@ -116,7 +146,7 @@ async def test_an_indexed_folder_is_ready_at_once_and_indexing_only_for_what_cha
     workers = Workers()
     events = StateEvents()
     fake = IndexedWorkspace(changed)
-    scheduler = IngestScheduler(workers, events, lambda folder: fake)  # type: ignore[arg-type,return-value]
+    scheduler = scheduler_over(workers, events, fake)
     try:
         events.watched = folder = Folders(workers, scheduler, events).add(tmp_path)
         events.states = [(folder.state, folder.files)]
@@ -346,7 +376,7 @@ def stepped() -> Iterator[tuple[Folders, IngestScheduler, RecordingEvents, Stepp
     workers = Workers()
     events = RecordingEvents()
     fake = SteppedWorkspace(["a.md", "b.md", "c.md", "d.md"])
-    scheduler = IngestScheduler(workers, events, lambda folder: fake)  # type: ignore[arg-type,return-value]
+    scheduler = scheduler_over(workers, events, fake)
     yield Folders(workers, scheduler, events), scheduler, events, fake
     fake.steps.release(100)
     workers.stop(5)

@@ -9,10 +9,9 @@ knows how they reach the editor.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
-if TYPE_CHECKING:
-    from citeline.service.folders import Folder
+from citeline.service.folders import Folder
 
 
 class Progress(Protocol):

@@ -26,24 +26,21 @@ stops; nothing of it is written down.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from collections.abc import Iterable
 
 from citeline.core import loaders
 from citeline.core.errors import DiskFull, IndexDamaged, IndexUnavailable
 from citeline.core.ingest import IngestReport
 from citeline.service.errors import EXPECTED_ERRORS, ServiceError
 from citeline.service.events import Events, Progress
+from citeline.service.folders import Batch, Folder, fail
 from citeline.service.status import FolderStatus
-from citeline.service.workers import Workers
-from citeline.service.workspace import Workspace
-
-if TYPE_CHECKING:
-    from citeline.service.folders import Folder
+from citeline.service.workers import Worker, Workers
+from citeline.service.workspace import Backends
 
 log = logging.getLogger(__name__)
 
@@ -55,38 +52,15 @@ RETRY_SECONDS = 2.0  # an index whose server is unreachable is tried again this 
 DISK_RETRY_SECONDS = 5.0  # an index whose disk is full, this often
 
 
-@dataclass(eq=False)
-class IngestQueue:
-    """A folder's ingest work: waiting for the next batch, and the batch running now."""
-
-    pending: set[str] = field(default_factory=set)
-    rescan: bool = False
-    urgent: bool = False
-    want_progress: bool = False
-    waiters: list[asyncio.Future[IngestReport]] = field(default_factory=list)
-    running: bool = False
-    in_flight: int = 0
-    cancel: threading.Event = field(default_factory=threading.Event)
-    timer: asyncio.TimerHandle | None = None
-    burst_started: float | None = None
-    paused: bool = False
-    held: int = 0  # files a paused whole-folder batch left undone (its rescan redoes them)
-    progress: Progress | None = None  # a paused batch's progress, carried on by the resume
-
-    @property
-    def pending_count(self) -> int:
-        return len(self.pending) + self.in_flight + (self.held if self.rescan else 0)
-
-
 class IngestScheduler:
-    def __init__(
-        self, workers: Workers, events: Events, open_workspace: Callable[[Folder], Workspace]
-    ) -> None:
-        """``open_workspace`` gives a folder's workspace on the index worker."""
+    def __init__(self, workers: Workers, events: Events, backends: Backends) -> None:
+        """``backends`` opens a folder's workspace (on the index worker)."""
         self.workers = workers
         self.events = events
-        self.open_workspace = open_workspace
+        self.backends = backends
         self._tasks: set[asyncio.Task[None]] = set()
+        # A paused batch's progress, carried on by the resume.
+        self._paused_progress: dict[Folder, Progress] = {}
 
     def schedule(
         self,
@@ -97,15 +71,9 @@ class IngestScheduler:
         progress: bool = False,
     ) -> None:
         """Queue ``paths`` (None: the whole folder) for the folder's next batch."""
-        queue = folder.queue
         if folder.closed:
             return
-        if paths is None:
-            queue.rescan = True
-        else:
-            queue.pending.update(paths)
-        queue.want_progress = queue.want_progress or progress
-        queue.urgent = queue.urgent or now
+        folder.queue.add(paths, now=now, progress=progress)
         self.events.status_changed()
         if now:
             self._flush(folder)
@@ -117,8 +85,7 @@ class IngestScheduler:
         A paused folder is refused (it would wait until resumed)."""
         if folder.queue.paused:
             raise ServiceError(f"indexing of {folder.root} is paused: resume it first")
-        waiter: asyncio.Future[IngestReport] = asyncio.get_running_loop().create_future()
-        folder.queue.waiters.append(waiter)
+        waiter = folder.queue.wait()
         self.schedule(folder, paths, now=True, progress=paths is None)
         return await waiter
 
@@ -126,304 +93,247 @@ class IngestScheduler:
         """Drop a folder's work: its timer, its running batch (cancelled), its waiters."""
         queue = folder.queue
         queue.cancel.set()
-        if queue.timer is not None:
-            queue.timer.cancel()
-            queue.timer = None
-        _fail(queue.waiters, ServiceError(f"{folder.root} is no longer served"))
-        queue.waiters = []
-        if queue.progress is not None:
-            queue.progress.end("stopped")
-            queue.progress = None
+        queue.disarm()
+        queue.fail_waiters(ServiceError(f"{folder.root} is no longer served"))
+        self._end_paused_progress(folder, "stopped")
 
     def pause(self, folder: Folder) -> None:
         """Commit nothing more in ``folder`` until :meth:`resume`: a running batch stops
         after the file being committed and its undone work waits with new changes."""
-        queue = folder.queue
-        if folder.closed or queue.paused:
-            return
-        queue.paused = True
-        log.info("%s: indexing paused", folder.name)
-        self.events.status_changed(immediate=True)
+        if folder.pause():
+            log.info("%s: indexing paused", folder.name)
+            self.events.status_changed(immediate=True)
 
     def resume(self, folder: Folder) -> None:
         """Index what waits in a paused ``folder`` now, and what changes from then on."""
-        queue = folder.queue
-        if folder.closed or not queue.paused:
-            return
-        queue.paused = False
-        log.info("%s: indexing resumed", folder.name)
-        self.events.status_changed(immediate=True)
-        self._flush(folder)
+        if folder.resume():
+            log.info("%s: indexing resumed", folder.name)
+            self.events.status_changed(immediate=True)
+            self._flush(folder)
 
     def cancel(self, folder: Folder) -> None:
         """The user cancelled the folder's indexing: the running batch stops after the
         current file; a paused folder's waiting work is dropped and the pause ends.
         What is dropped is indexed by the next reindex or when it changes again."""
-        queue = folder.queue
-        queue.cancel.set()
-        if queue.paused and not queue.running:
-            queue.pending = set()
-            queue.rescan = queue.urgent = queue.want_progress = False
-            queue.held = 0
-            if queue.progress is not None:
-                queue.progress.end("cancelled while paused")
-                queue.progress = None
+        if folder.cancel():
+            self._end_paused_progress(folder, "cancelled while paused")
             log.info("%s: paused indexing cancelled", folder.name)
-        queue.paused = False
         self.events.status_changed(immediate=True)
 
+    def _end_paused_progress(self, folder: Folder, message: str) -> None:
+        progress = self._paused_progress.pop(folder, None)
+        if progress is not None:
+            progress.end(message)
+
     def _arm(self, folder: Folder) -> None:
-        queue = folder.queue
         loop = asyncio.get_running_loop()
-        now = loop.time()
-        if queue.burst_started is None:
-            queue.burst_started = now
-        due = min(now + QUIET_SECONDS, queue.burst_started + MAX_WAIT_SECONDS)
-        if queue.timer is not None:
-            queue.timer.cancel()
-        queue.timer = loop.call_at(due, self._flush, folder)
+        flush = functools.partial(self._flush, folder)
+        folder.queue.arm(loop, flush, QUIET_SECONDS, MAX_WAIT_SECONDS)
 
     def _flush(self, folder: Folder) -> None:
         queue = folder.queue
-        if queue.timer is not None:
-            queue.timer.cancel()
-            queue.timer = None
-        queue.burst_started = None
-        if folder.closed or queue.running or queue.paused:
+        queue.disarm()
+        if folder.closed or queue.running or queue.paused or not queue.waiting:
             return  # a running batch flushes again when it ends; a paused folder on resume
-        if not queue.pending and not queue.rescan:
-            return
-        paths = None if queue.rescan else sorted(queue.pending)
-        progress = queue.want_progress
-        waiters = queue.waiters
-        queue.pending = set()
-        queue.rescan = queue.urgent = queue.want_progress = False
-        queue.held = 0
-        queue.waiters = []
-        queue.running = True
-        task = asyncio.get_running_loop().create_task(self._batch(folder, paths, progress, waiters))
+        run = _Run(self, folder, queue.take())
+        task = asyncio.get_running_loop().create_task(self._batch(run))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
-    async def _batch(
-        self,
-        folder: Folder,
-        paths: list[str] | None,
-        progress: bool,
-        waiters: list[asyncio.Future[IngestReport]],
-    ) -> None:
-        loop = asyncio.get_running_loop()
-        worker = self.workers.index
-        queue = folder.queue
-        cancel = threading.Event()
-        queue.cancel = cancel
-        queue.in_flight = len(paths) if paths is not None else 0
-        refresh_only = folder.settings.index.team  # a reader: nothing to index
-        if folder.state != "indexing" and not refresh_only:
-            folder.state = "indexing"
+    # -- one batch, in named steps -----------------------------------------------------
+
+    async def _batch(self, run: _Run) -> None:
+        """Run one batch on the index worker and take in its outcome."""
+        self._begin(run)
+        try:
+            report, opened = await self.workers.index.call(run.work)
+        except Exception as exc:
+            await self._failed(run, exc)
+        else:
+            self._indexed(run, report, opened)
+        finally:
+            self._ended(run.folder)
+
+    def _begin(self, run: _Run) -> None:
+        if run.folder.begin_batch():
             self.events.status_changed(immediate=True)
         # A batch resumed after a pause reports on the paused batch's progress.
-        shown: Progress | None = queue.progress
-        queue.progress = None
-        # What the batch got through (index worker; read on the loop once it returned).
-        paused_stop = threading.Event()
-        planned_count = 0
-        committed: set[str] = set()
-        last_done = 0
+        run.shown = self._paused_progress.pop(run.folder, None)
+        if run.shown is not None:
+            run.shown.report(None, "resuming…")
+        elif run.batch.progress:
+            run.shown = run.show("scanning…")
 
-        def show_progress(message: str | None) -> Progress:
-            title = f"Citeline: indexing {folder.name}"
-            return self.events.start_progress(title, lambda: self.cancel(folder), message)
+    async def _failed(self, run: _Run, exc: Exception) -> None:
+        folder, waiters = run.folder, run.batch.waiters
+        if folder.closed:
+            fail(waiters, ServiceError(f"{folder.root} is no longer served"))
+            return
+        if isinstance(exc, IndexDamaged) and folder.recover():
+            # Damage met while the index was in use: reopening moves it aside and
+            # rebuilds it.  Once: damage again right after is reported as it is.
+            log.warning("%s: %s; reopening it", folder.name, exc)
+            await self.workers.index.call(folder.close_workspace)
+            self.schedule(folder, None, now=True, progress=True)
+            fail(waiters, exc)
+            return
+        message = str(exc) or type(exc).__name__
+        if isinstance(exc, DiskFull):  # reopened on the retry: read-only until space
+            await self.workers.index.call(folder.close_workspace)
+        new = folder.failed(message)
+        if not isinstance(exc, EXPECTED_ERRORS):
+            log.error("%s: indexing failed: %s", folder.name, exc, exc_info=exc)
+        elif new:  # once per state: a team server that stays away is retried quietly
+            log.error("%s: indexing failed: %s", folder.name, message)
+        if isinstance(exc, IndexUnavailable):  # the server (or space) may come back:
+            # try again, planning the whole folder, so that whatever changed
+            # meanwhile (the edits a full disk refused included) is indexed then
+            wait = DISK_RETRY_SECONDS if isinstance(exc, DiskFull) else RETRY_SECONDS
+            asyncio.get_running_loop().call_later(wait, self.schedule, folder, None)
+        fail(waiters, exc)
+        if run.shown is not None:
+            run.shown.end(f"failed: {message}")
 
-        if shown is not None:
-            shown.report(None, "resuming…")
-        elif progress:
-            shown = show_progress("scanning…")
-
-        def stopped() -> bool:  # index worker: checked before each file and model call
-            if cancel.is_set() or folder.closed:
-                return True
-            if queue.paused:
-                paused_stop.set()
-                return True
-            return False
-
-        def on_progress_loop(done: int, total: int, rel: str, files: int, chunks: int) -> None:
-            nonlocal shown
-            if folder.closed:
-                return
-            queue.in_flight = max(total - done, 0)
-            folder.files, folder.chunks = files, chunks
-            if shown is None and total >= PROGRESS_MIN_FILES:
-                shown = show_progress(rel)
-            if shown is not None:
-                shown.report(int(100 * done / total) if total else 100, rel)
-            self.events.status_changed()
-
-        last = 0.0
-
-        def on_progress(done: int, total: int, rel: str) -> None:  # index worker
-            nonlocal last, last_done
-            if done > last_done:  # ``rel`` is done (else a report inside a large file)
-                committed.add(rel)
-                last_done = done
-            worker.run_urgent()  # let searches in between files
-            now = time.monotonic()
-            if done < total and now - last < COUNTS_INTERVAL:
-                return
-            last = now
-            ws = folder.workspace
-            counts = ws.counts() if ws is not None else None
-            files, chunks = (
-                (counts.files, counts.chunks) if counts else (folder.files, folder.chunks)
+    def _indexed(self, run: _Run, report: IngestReport, opened: FolderStatus) -> None:
+        folder, batch = run.folder, run.batch
+        if folder.closed:
+            fail(batch.waiters, ServiceError(f"{folder.root} is no longer served"))
+            return
+        folder.indexed(report, opened)
+        if batch.paths is None:  # idle now: a first save should not pay for its parser
+            self.workers.index.submit(loaders.preload)
+        self.events.file_errors_changed(folder)
+        for waiter in batch.waiters:
+            if not waiter.done():
+                waiter.set_result(report)
+        summary = (
+            f"{report.files_changed} changed, {report.files_removed} removed,"
+            f" {report.embedded} embedded"
+        )
+        paused = run.paused.is_set() and not run.cancel.is_set()
+        if report.files_changed or report.files_removed or batch.paths is None:
+            log.info(
+                "%s: %s%s in %.1fs (%d files, %d chunks)",
+                folder.name,
+                summary,
+                (" (paused)" if run.paused.is_set() else " (cancelled)")
+                if report.cancelled
+                else "",
+                time.perf_counter() - run.started,
+                report.files,
+                report.chunks,
             )
-            loop.call_soon_threadsafe(on_progress_loop, done, total, rel, files, chunks)
+        if paused:
+            # Stopped by a pause: the undone work waits (with the batch's waiters'
+            # report given now, as a cancel gives it) for the resume.
+            folder.queue.hold(batch, run.committed, run.planned)
+            if run.shown is not None:
+                self._paused_progress[folder] = run.shown
+                run.shown.report(None, f"paused · {folder.queue.pending_count} files waiting")
+        elif run.shown is not None:
+            run.shown.end(("cancelled: " if report.cancelled else "") + summary)
 
-        def on_searchable(opened: FolderStatus) -> None:  # loop
-            if folder.closed:
-                return
-            folder.state = "ready"
-            folder.opened = opened
-            folder.files, folder.chunks = opened.files, opened.chunks
-            folder.errors, folder.notes = list(opened.errors), list(opened.notes)
+    def _ended(self, folder: Folder) -> None:
+        """The batch is over: the next one if work waits."""
+        queue = folder.queue
+        queue.finished()
+        if not folder.closed:
             self.events.status_changed(immediate=True)
-
-        def on_planned(changed: int) -> None:  # loop
-            if folder.closed or not changed:
-                return
-            queue.in_flight = changed
-            folder.state = "indexing"
-            self.events.status_changed(immediate=True)
-
-        def planned(changed: int) -> None:  # index worker
-            nonlocal planned_count
-            planned_count = changed
-            if catch_up:
-                loop.call_soon_threadsafe(on_planned, changed)
-
-        catch_up = False
-
-        def work() -> tuple[IngestReport, FolderStatus]:  # index worker
-            nonlocal catch_up
-            before = folder.workspace
-            ws = self.open_workspace(folder)
-            # A start (or a reopen) on an index that holds the folder: searchable now,
-            # while the whole-folder catch-up looks for what changed meanwhile.
-            catch_up = paths is None and ws is not before and not refresh_only
-            if catch_up and (opened := ws.status()).files:
-                loop.call_soon_threadsafe(on_searchable, opened)
-            report = ws.update(
-                paths,
-                progress=on_progress,
-                cancelled=stopped,
-                between=worker.run_urgent,  # searches wait for one model call at most
-                planned=planned,
-            )
-            return report, ws.status()
-
-        started = time.perf_counter()
-        try:
-            report, opened = await worker.call(work)
-        except Exception as exc:
-            if folder.closed:
-                _fail(waiters, ServiceError(f"{folder.root} is no longer served"))
-                return
-            if isinstance(exc, IndexDamaged) and not folder.recovering:
-                # Damage met while the index was in use: reopening moves it aside and
-                # rebuilds it.  Once: damage again right after is reported as it is.
-                log.warning("%s: %s; reopening it", folder.name, exc)
-                folder.recovering = True
-                await worker.call(lambda: close_workspace(folder))
-                self.schedule(folder, None, now=True, progress=True)
-                _fail(waiters, exc)
-                return
-            message = str(exc) or type(exc).__name__
-            if isinstance(exc, DiskFull):  # reopened on the retry: read-only until space
-                await worker.call(lambda: close_workspace(folder))
-            if not isinstance(exc, EXPECTED_ERRORS):
-                log.error("%s: indexing failed: %s", folder.name, exc, exc_info=exc)
-            elif folder.message != message:
-                # once per state: a team server that stays away is retried quietly
-                log.error("%s: indexing failed: %s", folder.name, message)
-            folder.state = "error"
-            folder.message = message
-            if isinstance(exc, IndexUnavailable):  # the server (or space) may come back:
-                # try again, planning the whole folder, so that whatever changed
-                # meanwhile (the edits a full disk refused included) is indexed then
-                wait = DISK_RETRY_SECONDS if isinstance(exc, DiskFull) else RETRY_SECONDS
-                loop.call_later(wait, self.schedule, folder, None)
-            _fail(waiters, exc)
-            if shown is not None:
-                shown.end(f"failed: {folder.message}")
-        else:
-            if folder.closed:
-                _fail(waiters, ServiceError(f"{folder.root} is no longer served"))
-                return
-            folder.state = "ready"
-            folder.message = None
-            folder.recovering = False
-            if paths is None:  # idle now: a first save should not pay for its parser
-                worker.submit(loaders.preload)
-            folder.opened = opened
-            folder.files, folder.chunks = report.files, report.chunks
-            folder.errors = list(report.errors)
-            folder.notes = list(report.notes)
-            self.events.file_errors_changed(folder)
-            for waiter in waiters:
-                if not waiter.done():
-                    waiter.set_result(report)
-            summary = (
-                f"{report.files_changed} changed, {report.files_removed} removed,"
-                f" {report.embedded} embedded"
-            )
-            if report.files_changed or report.files_removed or paths is None:
-                log.info(
-                    "%s: %s%s in %.1fs (%d files, %d chunks)",
-                    folder.name,
-                    summary,
-                    (" (paused)" if paused_stop.is_set() else " (cancelled)")
-                    if report.cancelled
-                    else "",
-                    time.perf_counter() - started,
-                    report.files,
-                    report.chunks,
-                )
-            if paused_stop.is_set() and not cancel.is_set():
-                # Stopped by a pause: the undone work waits (with the batch's waiters'
-                # report given now, as a cancel gives it) for the resume.
-                if paths is None:
-                    queue.rescan = True
-                    queue.held = max(planned_count - len(committed), 0)
+            if queue.waiting:
+                if queue.urgent:
+                    self._flush(folder)
                 else:
-                    queue.pending.update(p for p in paths if p not in committed)
-                queue.want_progress = queue.want_progress or progress
-                queue.urgent = True
-                queue.in_flight = 0
-                if shown is not None:
-                    queue.progress = shown
-                    shown.report(None, f"paused · {queue.pending_count} files waiting")
-            elif shown is not None:
-                shown.end(("cancelled: " if report.cancelled else "") + summary)
-        finally:
-            queue.running = False
-            queue.in_flight = 0
-            if not folder.closed:
-                self.events.status_changed(immediate=True)
-                if queue.pending or queue.rescan:
-                    if queue.urgent:
-                        self._flush(folder)
-                    else:
-                        self._arm(folder)
+                    self._arm(folder)
 
 
-def _fail(waiters: list[asyncio.Future[IngestReport]], exc: BaseException) -> None:
-    for waiter in waiters:
-        if not waiter.done():
-            waiter.set_exception(exc)
+class _Run:
+    """One batch as it runs.  The index worker runs :meth:`work` and the hooks ingest
+    calls (:meth:`stopped`, :meth:`progress`, :meth:`planned_files`); they hand what
+    the loop shows to it.  ``planned``, ``committed`` and ``paused`` are written on the
+    index worker and read on the loop once the batch returned."""
 
+    def __init__(self, scheduler: IngestScheduler, folder: Folder, batch: Batch) -> None:
+        self.scheduler = scheduler
+        self.folder = folder
+        self.batch = batch
+        self.loop = asyncio.get_running_loop()
+        self.worker: Worker = scheduler.workers.index
+        self.cancel = folder.queue.cancel
+        self.started = time.perf_counter()
+        self.shown: Progress | None = None  # loop
+        self.paused = threading.Event()  # stopped by a pause, not a cancel
+        self.planned = 0  # files the plan found to index or remove
+        self.committed: set[str] = set()  # paths committed so far
+        self._done = 0
+        self._counted = 0.0  # when counts were last sent to the loop
+        self._catch_up = False  # a start on an index that already holds the folder
 
-def close_workspace(folder: Folder) -> None:
-    """Close the folder's workspace; the next use opens it again.  Index worker only."""
-    if folder.workspace is not None:
-        folder.workspace.close()
-        folder.workspace = None
+    def show(self, message: str | None) -> Progress:  # loop
+        title = f"Citeline: indexing {self.folder.name}"
+        return self.scheduler.events.start_progress(
+            title, functools.partial(self.scheduler.cancel, self.folder), message
+        )
+
+    def work(self) -> tuple[IngestReport, FolderStatus]:  # index worker
+        folder = self.folder
+        before = folder.workspace
+        ws = folder.open_workspace(self.scheduler.backends)
+        # A start (or a reopen) on an index that holds the folder: searchable now,
+        # while the whole-folder catch-up looks for what changed meanwhile.
+        self._catch_up = self.batch.paths is None and ws is not before and not folder.team
+        if self._catch_up and (opened := ws.status()).files:
+            self.loop.call_soon_threadsafe(self._searchable, opened)
+        report = ws.update(
+            self.batch.paths,
+            progress=self.progress,
+            cancelled=self.stopped,
+            between=self.worker.run_urgent,  # searches wait for one model call at most
+            planned=self.planned_files,
+        )
+        return report, ws.status()
+
+    def stopped(self) -> bool:  # index worker: checked before each file and model call
+        if self.cancel.is_set() or self.folder.closed:
+            return True
+        if self.folder.queue.paused:
+            self.paused.set()
+            return True
+        return False
+
+    def planned_files(self, changed: int) -> None:  # index worker
+        self.planned = changed
+        if self._catch_up:
+            self.loop.call_soon_threadsafe(self._changes_found, changed)
+
+    def progress(self, done: int, total: int, rel: str) -> None:  # index worker
+        if done > self._done:  # ``rel`` is done (else a report inside a large file)
+            self.committed.add(rel)
+            self._done = done
+        self.worker.run_urgent()  # let searches in between files
+        now = time.monotonic()
+        if done < total and now - self._counted < COUNTS_INTERVAL:
+            return
+        self._counted = now
+        ws = self.folder.workspace
+        counts = ws.counts() if ws is not None else None
+        files, chunks = (
+            (counts.files, counts.chunks) if counts else (self.folder.files, self.folder.chunks)
+        )
+        self.loop.call_soon_threadsafe(self._counts, done, total, rel, files, chunks)
+
+    def _searchable(self, opened: FolderStatus) -> None:  # loop
+        if self.folder.searchable(opened):
+            self.scheduler.events.status_changed(immediate=True)
+
+    def _changes_found(self, changed: int) -> None:  # loop
+        if self.folder.changes_found(changed):
+            self.scheduler.events.status_changed(immediate=True)
+
+    def _counts(self, done: int, total: int, rel: str, files: int, chunks: int) -> None:  # loop
+        if not self.folder.progressed(max(total - done, 0), files, chunks):
+            return
+        if self.shown is None and total >= PROGRESS_MIN_FILES:
+            self.shown = self.show(rel)
+        if self.shown is not None:
+            self.shown.report(int(100 * done / total) if total else 100, rel)
+        self.scheduler.events.status_changed()

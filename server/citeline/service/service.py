@@ -23,10 +23,11 @@ from citeline.core.files import FileRefused, OutsideRoot, read_regular_file
 from citeline.core.ingest import IngestReport
 from citeline.service.errors import EXPECTED_ERRORS, ServiceError
 from citeline.service.events import Events
-from citeline.service.folders import Folder, Folders, ensure_open, folder_key
+from citeline.service.folders import Folder, folder_key
 from citeline.service.history import FolderHistory, HistoryPage, RecordedAnswer, page
+from citeline.service.registry import Folders
 from citeline.service.routing import FolderHit, best_folder, merge_hits
-from citeline.service.scheduler import IngestScheduler, close_workspace
+from citeline.service.scheduler import IngestScheduler
 from citeline.service.selection import Unserved, mark, select
 from citeline.service.status import FolderStatus, ModelNames
 from citeline.service.workers import OnIndex, Workers
@@ -56,9 +57,7 @@ class Service:
     def __init__(self, backends: Backends, events: Events) -> None:
         self.backends = backends
         self.workers = Workers()
-        self.scheduler = IngestScheduler(
-            self.workers, events, lambda folder: ensure_open(folder, backends)
-        )
+        self.scheduler = IngestScheduler(self.workers, events, backends)
         self.folders = Folders(self.workers, self.scheduler, events)
         self.events = events
         # Which folders to serve (service/selection.py): what the editor opened, what
@@ -101,7 +100,7 @@ class Service:
             out = []
             for folder in folders:
                 try:
-                    hits = ensure_open(folder, self.backends).search(question, 1, rerank=False)
+                    hits = folder.open_workspace(self.backends).search(question, 1, rerank=False)
                 except Exception as exc:
                     log.warning("%s: cannot search: %s", folder.name, exc)
                     continue
@@ -159,14 +158,14 @@ class Service:
             found = []
             for folder in folders:
                 try:
-                    ws = ensure_open(folder, self.backends)
+                    ws = folder.open_workspace(self.backends)
                     hits = ws.search(query, count, rerank=rerank)
                     verdicts = ws.local_copies(h.chunk.path for h in hits)
                     copies.update(((folder.key, p), v) for p, v in verdicts.items())
                     found.append((folder, hits))
                 except EXPECTED_ERRORS as exc:
                     if isinstance(exc, IndexDamaged):  # reopened (and rebuilt) below
-                        close_workspace(folder)
+                        folder.close_workspace()
                         damaged.append(folder)
                     if len(folders) == 1:
                         raise
@@ -189,7 +188,7 @@ class Service:
         wanted = list(paths)
 
         def work() -> dict[str, str]:  # index worker
-            return dict(ensure_open(folder, self.backends).local_copies(wanted))
+            return dict(folder.open_workspace(self.backends).local_copies(wanted))
 
         try:
             return await self.workers.index.call(work, urgent=True)
@@ -219,7 +218,7 @@ class Service:
             loop.call_soon_threadsafe(_deliver, on_token, piece, cancel)
 
         def workspace() -> Workspace:  # index worker
-            return ensure_open(folder, self.backends)
+            return folder.open_workspace(self.backends)
 
         def work(on_index: OnIndex[Any]) -> Answer:  # generation worker
             return answer(
