@@ -111,6 +111,9 @@ NO_CONTRACT = {
     # the store part reconcile_identity uses: every DocumentIndex's store implements
     # it, and the DocumentIndex contract runs it (identity changes)
     "IndexMeta": "contracts/test_document_index.py",
+    # a thread for a search's keyword half: the service's Worker, no backend's class;
+    # test_retrieval runs a search with and without one, test_workers the Worker
+    "Beside": "core/test_retrieval.py",
 }
 
 # Modules whose tests live elsewhere, and why.

@@ -31,6 +31,7 @@ from citeline.core.retrieval import Retriever
 from citeline.core.walking import DocumentFilter
 from citeline.models import choice, e5, minilm, smollm
 from citeline.service.errors import ServiceError
+from citeline.service.workers import Worker
 from citeline.service.workspace import Workspace
 from citeline.settings import (
     E5,
@@ -254,10 +255,13 @@ def open_workspace(
         parse=isolated_parse,
     )
     reranker = functools.partial(models.reranker, settings.reranking)  # loaded on first use
+    beside = Worker("keyword")  # the keyword half of hybrid searches; stopped on close
     retriever = Retriever(
-        index, embedder, settings.retrieval, reranker, settings.reranking.candidates
+        index, embedder, settings.retrieval, reranker, settings.reranking.candidates, beside
     )
-    return Workspace(docs_root, index_dir, settings, models, embedder, index, ingestor, retriever)
+    return Workspace(
+        docs_root, index_dir, settings, models, embedder, index, ingestor, retriever, beside
+    )
 
 
 def llama_report(embedding: EmbeddingSettings | None = None) -> dict[str, object]:

@@ -3,9 +3,12 @@ real index with the real embedding model and the tests' own GGUF cross-encoder."
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import threading
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import replace
 from pathlib import Path
+from typing import TypeVar
 
 import numpy as np
 import pytest
@@ -17,6 +20,8 @@ from citeline.core.reranking import Reranker
 from citeline.core.retrieval import Retriever, rrf
 from citeline.settings import RerankingSettings, Settings, load_settings
 from conftest import CountingEmbedder
+
+T = TypeVar("T")
 
 # -- fusion by hand ----------------------------------------------------------------
 
@@ -232,3 +237,37 @@ def test_reranker_from_citeline_toml(tmp_path: Path, reranker_path: Path) -> Non
     assert warnings == [] and settings.reranking.candidates == 7
     assert settings.reranking.model == str(reranker_path)
     assert Settings().reranking.model == ""  # off by default
+
+
+class RecordingBeside:
+    """Runs what it is given on one thread of its own, recording the thread's name."""
+
+    def __init__(self) -> None:
+        self.pool = ThreadPoolExecutor(1, thread_name_prefix="beside-test")
+        self.threads: list[str] = []
+
+    def submit(self, fn: Callable[[], T]) -> Future[T]:
+        def run() -> T:
+            self.threads.append(threading.current_thread().name)
+            return fn()
+
+        return self.pool.submit(run)
+
+
+def test_a_hybrid_search_runs_its_keyword_half_beside_the_embedding_only_when_given_a_thread(
+    workspace: Workspace,
+) -> None:
+    alone = Retriever(workspace.index, workspace.embedder, workspace.retriever.settings)
+    beside = RecordingBeside()
+    given = Retriever(
+        workspace.index, workspace.embedder, workspace.retriever.settings, beside=beside
+    )
+    try:
+        expected = alone.search(QUESTION, k=6)
+        assert given.search(QUESTION, k=6) == expected and beside.threads[0].startswith("beside")
+        assert given.search(QUESTION, k=6, mode="dense") and len(beside.threads) == 1
+        # the workspace's own thread, from service/workers.py, stopped when it closes
+        assert workspace.beside is not None and workspace.retriever.beside is workspace.beside
+        assert workspace.search(QUESTION, 6) == expected
+    finally:
+        beside.pool.shutdown()

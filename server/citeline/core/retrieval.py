@@ -23,9 +23,9 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from dataclasses import dataclass, replace
-from typing import Literal
+from typing import Literal, Protocol, TypeVar
 
 import numpy as np
 
@@ -65,15 +65,15 @@ class RetrievalSettings:
         return cosine if floor == 0.0 else (cosine - floor) / (1.0 - floor)
 
 
-_BESIDE: ThreadPoolExecutor | None = None
+T = TypeVar("T")
 
 
-def _beside() -> ThreadPoolExecutor:
-    """The one thread keyword searches run on beside a query's embedding."""
-    global _BESIDE
-    if _BESIDE is None:
-        _BESIDE = ThreadPoolExecutor(1, thread_name_prefix="citeline-keyword")
-    return _BESIDE
+class Beside(Protocol):
+    """Runs a function on another thread while the caller goes on: a hybrid search's
+    keyword half beside its query's embedding.  The thread is the service's
+    (``service/workers.py``'s ``Worker``, one per workspace); the core starts none."""
+
+    def submit(self, fn: Callable[[], T]) -> Future[T]: ...
 
 
 def rrf(
@@ -97,14 +97,18 @@ class Retriever:
         settings: RetrievalSettings,
         reranker: Callable[[], Reranker | None] | None = None,
         rerank_candidates: int = 10,
+        beside: Beside | None = None,
     ) -> None:
         """``reranker`` gives the reranker (or None) when a search first needs it, so a
-        reranker that cannot load fails searches, not the index."""
+        reranker that cannot load fails searches, not the index.  With ``beside``, a
+        hybrid search's keyword half runs there while the query is embedded (the
+        embedding releases the GIL); without, one after the other."""
         self.index = index
         self.embedder = embedder
         self.settings = settings
         self.reranker = reranker
         self.rerank_candidates = rerank_candidates
+        self.beside = beside
         self._last_query: tuple[str, np.ndarray] | None = None
 
     # -- the two methods ---------------------------------------------------------
@@ -165,10 +169,10 @@ class Retriever:
         # The keyword search runs beside the query's embedding (a model call that
         # releases the GIL): a hybrid search costs the longer of the two, not the sum.
         beside: Future[list[tuple[int, float]]] | None = None
-        if mode == "hybrid":
-            beside = _beside().submit(self.keyword, query, pool)
+        if mode == "hybrid" and self.beside is not None:
+            beside = self.beside.submit(lambda: self.keyword(query, pool))
         if mode in ("hybrid", "dense"):
-            try:
+            try:  # (the keyword search beside it, when there is a thread for it)
                 vector, dense_list = self.dense(query, pool)
             finally:
                 if beside is not None:

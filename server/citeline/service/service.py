@@ -14,7 +14,7 @@ import threading
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from citeline.core.answering.results import Answer
 from citeline.core.documents import Hit, display_text
@@ -220,7 +220,7 @@ class Service:
         def workspace() -> Workspace:  # index worker
             return folder.open_workspace(self.backends)
 
-        def work(on_index: OnIndex[Any]) -> Answer:  # generation worker
+        def work(on_index: OnIndex) -> Answer:  # generation worker
             return answer(
                 question,
                 settings,

@@ -21,13 +21,14 @@ import logging
 import threading
 from collections.abc import Callable
 from concurrent.futures import Future
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from citeline.service.errors import ServiceError
 
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
+U = TypeVar("U")
 
 _Task = tuple[Future[Any], Callable[[], Any]]
 
@@ -108,8 +109,11 @@ class Worker:
             future.set_result(result)
 
 
-OnIndex = Callable[[Callable[[], T]], T]
-"""Runs a function on the index worker (urgent) and waits for its result."""
+class OnIndex(Protocol):
+    """Runs a function on the index worker (urgent) and waits for its result, typed as
+    the function's (``service.workspace.IndexSide`` is its one user)."""
+
+    def __call__(self, fn: Callable[[], T]) -> T: ...
 
 
 class Workers:
@@ -119,7 +123,7 @@ class Workers:
         self.index = Worker("index")
         self.generation = Worker("generation")
 
-    async def generate(self, work: Callable[[OnIndex[Any]], T], cancel: threading.Event) -> T:
+    async def generate(self, work: Callable[[OnIndex], T], cancel: threading.Event) -> T:
         """Run ``work`` on the generation worker, with retrieval on the index worker.
 
         ``work`` receives ``on_index``: every function it passes there runs on the
@@ -130,7 +134,7 @@ class Workers:
         stops at its next token) and a queued ``work`` never starts.
         """
 
-        def on_index(fn: Callable[[], Any]) -> Any:
+        def on_index(fn: Callable[[], U]) -> U:
             return self.index.submit(fn, urgent=True).result()
 
         future = self.generation.submit(lambda: work(on_index))

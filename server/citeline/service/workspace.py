@@ -15,14 +15,14 @@ from __future__ import annotations
 import functools
 import logging
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
+from typing import TYPE_CHECKING, Literal, Protocol, TypeVar
 
 from citeline.core.answering.settings import EXTRACTIVE, GENERATIVE
 from citeline.core.documents import Hit, LoadError
-from citeline.core.embedding import Embedder
+from citeline.core.embedding import Embedder, FloatMatrix
 from citeline.core.errors import BackendError
 from citeline.core.generation import Generator
 from citeline.core.index import DocumentIndex, IndexCounts
@@ -38,12 +38,12 @@ from citeline.core.records import record_ask
 from citeline.core.reranking import Reranker
 from citeline.core.retrieval import Retriever
 from citeline.service.status import FolderStatus, ModelNames
+from citeline.service.workers import OnIndex, Worker
 from citeline.settings import GenerationSettings, RerankingSettings, Settings
 
 if TYPE_CHECKING:  # the answer stage is imported by the first ask, not by a search
     from citeline.core.answering.results import Answer
     from citeline.core.answering.unit_vectors import UnitVectors
-    from citeline.service.workers import OnIndex
 
 log = logging.getLogger(__name__)
 
@@ -86,6 +86,7 @@ class Workspace:
     index: DocumentIndex
     ingestor: Ingestor
     retriever: Retriever
+    beside: Worker | None = None  # the thread hybrid searches' keyword half runs on
     # path -> (size, mtime_ns, sha256) of local files already hashed
     _local_hashes: dict[str, tuple[int, int, str]] = field(default_factory=dict, repr=False)
     _unit_vectors: UnitVectors | None = field(default=None, repr=False)
@@ -243,6 +244,8 @@ class Workspace:
 
     def close(self) -> None:
         self.keep_unit_vectors(_give_up)  # a closing command never waits for the lock
+        if self.beside is not None:
+            self.beside.stop(5)
         self.index.close()
 
 
@@ -279,7 +282,7 @@ def answer(
     settings: Settings,
     *,
     workspace: Callable[[], Workspace],
-    on_index: OnIndex[Any],
+    on_index: OnIndex,
     generator: Callable[[], Generator],
     index_dir: Path,
     on_token: Callable[[str], None] | None = None,
@@ -298,17 +301,15 @@ def answer(
     from citeline.core.answering.flow import AskContext, ask
     from citeline.core.answering.scoring import UnitScorer
 
-    def through_index(fn: Callable[[Workspace], Any]) -> Any:
-        return on_index(lambda: fn(workspace()))
-
+    side = IndexSide(workspace, on_index)
     context = AskContext(
-        retrieve=lambda query, k: through_index(lambda ws: ws.search(query, k)),
+        retrieve=side.search,
         scorer=UnitScorer(
-            lambda terms: through_index(lambda ws: ws.retriever.term_weights(terms)),
-            lambda terms: through_index(lambda ws: ws.retriever.unknown_terms(terms)),
-            lambda text: through_index(lambda ws: ws.embedder.count_tokens(text)),
-            lambda texts: through_index(lambda ws: ws.unit_vectors(texts)),
-            lambda query: through_index(lambda ws: ws.retriever.query_vector(query)),
+            side.term_weights,
+            side.unknown_terms,
+            side.count_tokens,
+            side.embed_units,
+            side.embed_query,
             cjk=cjk_models(settings.embedding.bundled),
         ),
         generator=generator,
@@ -320,16 +321,56 @@ def answer(
     )
     result = ask(question, context)
     if settings.records.asks:
-        models = {"embedding": through_index(lambda ws: ws.embedder.name)}
+        models = {"embedding": side.embedder_name()}
         reranker = reranker_name(settings.reranking)
         if reranker is not None:
             models["reranking"] = reranker
         if result.generator_called:
             models["generation"] = generator().name
         paths = sorted({c.path for c in result.citations} | {h.chunk.path for h in result.hits})
-        hashes = through_index(lambda ws: ws.index.content_hashes(paths))
+        hashes = side.content_hashes(paths)
         record_ask(index_dir, result, models, hashes)
     return result
+
+
+class IndexSide:
+    """A folder's workspace as an ask reaches it: the one adapter between the answer
+    stage and the index.  Each method runs on the index worker through ``on_index``
+    (the language server's ``Workers.generate``; a direct call on the command line)
+    and returns its result typed; the ask flow and the answer scorer reach the
+    workspace through nothing else."""
+
+    def __init__(self, workspace: Callable[[], Workspace], on_index: OnIndex) -> None:
+        self._workspace = workspace
+        self._on_index = on_index
+
+    def _run(self, fn: Callable[[Workspace], T]) -> T:
+        return self._on_index(lambda: fn(self._workspace()))
+
+    def search(self, query: str, k: int) -> list[Hit]:
+        return self._run(lambda ws: ws.search(query, k))
+
+    def term_weights(self, terms: Sequence[str]) -> dict[str, float]:
+        return self._run(lambda ws: ws.retriever.term_weights(terms))
+
+    def unknown_terms(self, terms: Sequence[str]) -> set[str]:
+        return self._run(lambda ws: ws.retriever.unknown_terms(terms))
+
+    def count_tokens(self, text: str) -> int:
+        return self._run(lambda ws: ws.embedder.count_tokens(text))
+
+    def embed_units(self, texts: Sequence[str]) -> FloatMatrix:
+        """The answer units' vectors (the workspace's memory, the index, or embedded)."""
+        return self._run(lambda ws: ws.unit_vectors(texts))
+
+    def embed_query(self, query: str) -> FloatMatrix:
+        return self._run(lambda ws: ws.retriever.query_vector(query))
+
+    def embedder_name(self) -> str:
+        return self._run(lambda ws: ws.embedder.name)
+
+    def content_hashes(self, paths: Sequence[str]) -> dict[str, str]:
+        return self._run(lambda ws: ws.index.content_hashes(paths))
 
 
 def _now(fn: Callable[[], T]) -> T:
