@@ -153,70 +153,15 @@ def check_identity(meta: IndexMeta, identity: IndexIdentity, where: str) -> None
     )
 
 
-class DocumentIndex(Protocol):
-    """One documents folder's index.  Use from one thread (``subscribe``'s callback
-    excepted).
-
-    Paths are relative to the documents folder, with forward slashes; chunk ids are
-    the ids every search returns.
-    """
+class IndexReader(Protocol):
+    """What a search reads (``core/retrieval.py``'s ``Retriever``): chunks by id, the
+    dense and keyword searches and their inputs."""
 
     @property
     def identity(self) -> IndexIdentity: ...
 
-    @property
-    def location(self) -> str:
-        """Where the index lives, for people: a folder, a database collection (never
-        with a password)."""
-        ...
-
-    @property
-    def collection(self) -> str | None:
-        """The shared collection's name, None for a folder's own index."""
-        ...
-
-    @property
-    def read_only(self) -> bool:
-        """True for a reader of a shared collection: ``writing()`` raises."""
-        ...
-
-    # -- reading ------------------------------------------------------------------
-
     def refresh(self) -> None:
         """Pick up changes another process committed."""
-        ...
-
-    def generation(self) -> int:
-        """A number that grows with every committed change to chunks."""
-        ...
-
-    def subscribe(self, callback: Callable[[], None]) -> bool:
-        """Call ``callback`` (from another thread, possibly often) when another process
-        may have committed a change or the index's server was lost or came back.
-        False when this index cannot tell (callers refresh on their own)."""
-        ...
-
-    def content_hashes(self, paths: Iterable[str]) -> dict[str, str]:
-        """The content hash (sha256 of the file's bytes) recorded for each of ``paths``
-        that is indexed without error."""
-        ...
-
-    def files(self, paths: Iterable[str] | None = None) -> dict[str, FileRecord]:
-        """Every document's record by path, or only those of ``paths`` that it holds."""
-        ...
-
-    def file_errors(self) -> list[tuple[str, str]]:
-        """(path, one-line error) of the documents that could not be loaded, by path."""
-        ...
-
-    def file_notes(self) -> list[tuple[str, str]]:
-        """(path, note) of the indexed documents whose loading left text out, by path."""
-        ...
-
-    def counts(self) -> IndexCounts: ...
-
-    def last_update(self) -> float | None:
-        """When a file was last indexed (seconds since the epoch), None if never."""
         ...
 
     def chunks_by_id(self, ids: Sequence[int]) -> dict[int, Chunk]: ...
@@ -237,7 +182,50 @@ class DocumentIndex(Protocol):
         """(number of chunks, {term: chunks holding it}): BM25's IDF inputs."""
         ...
 
-    # -- writing (inside ``writing()``) ---------------------------------------------
+
+class IndexRecords(Protocol):
+    """What the index records of each file and of itself: what ingest plans from and
+    status shows.  The members with a body are derived from :meth:`files`; a backend
+    that subclasses :class:`DocumentIndex` may keep them (or answer faster)."""
+
+    @property
+    def location(self) -> str:
+        """Where the index lives, for people: a folder, a database collection (never
+        with a password)."""
+        ...
+
+    def generation(self) -> int:
+        """A number that grows with every committed change to chunks."""
+        ...
+
+    def files(self, paths: Iterable[str] | None = None) -> dict[str, FileRecord]:
+        """Every document's record by path, or only those of ``paths`` that it holds."""
+        ...
+
+    def counts(self) -> IndexCounts: ...
+
+    def content_hashes(self, paths: Iterable[str]) -> dict[str, str]:
+        """The content hash (sha256 of the file's bytes) recorded for each of ``paths``
+        that is indexed without error."""
+        return {p: r.content_hash for p, r in self.files(paths).items() if r.error is None}
+
+    def file_errors(self) -> list[tuple[str, str]]:
+        """(path, one-line error) of the documents that could not be loaded, by path."""
+        return sorted((p, r.error) for p, r in self.files().items() if r.error is not None)
+
+    def file_notes(self) -> list[tuple[str, str]]:
+        """(path, note) of the indexed documents whose loading left text out, by path."""
+        return sorted(
+            (p, r.note) for p, r in self.files().items() if r.note is not None and r.error is None
+        )
+
+    def last_update(self) -> float | None:
+        """When a file was last indexed (seconds since the epoch), None if never."""
+        return max((r.indexed_at for r in self.files().values()), default=None)
+
+
+class IndexWriter(Protocol):
+    """What ingest writes, inside ``writing()``: one transaction per file."""
 
     def writing(self, between: Callable[[], None] | None = None) -> AbstractContextManager[None]:
         """Exclusive write access across processes; refreshes first, commits at the
@@ -272,5 +260,38 @@ class DocumentIndex(Protocol):
     def prune_vectors(self) -> int:
         """Drop vectors no chunk has used for a while; how many were dropped."""
         ...
+
+
+class SharedIndex(Protocol):
+    """What a team collection adds: a name, read-only readers, and news of what its
+    writer (or its server) did.  The bodies are a folder's own index's answers."""
+
+    @property
+    def collection(self) -> str | None:
+        """The shared collection's name, None for a folder's own index."""
+        return None
+
+    @property
+    def read_only(self) -> bool:
+        """True for a reader of a shared collection: ``writing()`` raises."""
+        return False
+
+    def subscribe(self, callback: Callable[[], None]) -> bool:
+        """Call ``callback`` (from another thread, possibly often) when another process
+        may have committed a change or the index's server was lost or came back.
+        False when this index cannot tell (callers refresh on their own)."""
+        return False
+
+
+class DocumentIndex(IndexReader, IndexRecords, IndexWriter, SharedIndex, Protocol):
+    """One documents folder's index.  Use from one thread (``subscribe``'s callback
+    excepted).
+
+    Paths are relative to the documents folder, with forward slashes; chunk ids are
+    the ids every search returns.  A new backend subclasses it and writes the 19
+    members without a body (mypy names the missing ones); the 7 with a body (the
+    records derived from :meth:`files`, a folder's own index's team answers) it may
+    keep.
+    """
 
     def close(self) -> None: ...

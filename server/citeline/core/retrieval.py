@@ -33,7 +33,7 @@ from citeline.core import keywords
 from citeline.core.chunking import embedding_text
 from citeline.core.documents import Hit
 from citeline.core.embedding import Embedder
-from citeline.core.index import DocumentIndex
+from citeline.core.index import IndexReader
 from citeline.core.reranking import Reranker
 from citeline.core.scripts import is_cjk, is_cjk_question
 
@@ -92,7 +92,7 @@ class Retriever:
 
     def __init__(
         self,
-        index: DocumentIndex,
+        index: IndexReader,
         embedder: Embedder,
         settings: RetrievalSettings,
         reranker: Callable[[], Reranker | None] | None = None,
