@@ -24,7 +24,7 @@ from citeline import wire
 from citeline.core.answering.results import Answer, Citation
 from citeline.core.documents import Chunk, Hit
 from citeline.core.ingest import IngestReport
-from citeline.lsp.commands import register as register_commands
+from citeline.lsp import ask, commands, folders, history, pause, reindex, search, status
 from citeline.lsp.convert import answer_json, located
 from citeline.service import workspace
 from citeline.service.selection import Unserved
@@ -281,20 +281,36 @@ def test_the_method_table_gives_each_handler_its_params() -> None:
 
 
 class _Recorder:
-    """Records the commands a server registers (``register`` only declares them)."""
+    """Records what a server registers (``register`` only declares it)."""
 
     def __init__(self) -> None:
-        self.names: list[str] = []
+        self.commands: list[str] = []
+        self.features: list[str] = []
 
     def command(self, name: str) -> Any:
-        self.names.append(name)
+        self.commands.append(name)
+        return lambda f: f
+
+    def feature(self, name: str) -> Any:
+        self.features.append(name)
         return lambda f: f
 
 
-def test_the_server_registers_exactly_the_wire_commands() -> None:
+def test_the_server_registers_exactly_the_wire_methods_and_commands() -> None:
     recorder = _Recorder()
-    register_commands(recorder)  # type: ignore[arg-type]
-    assert sorted(recorder.names) == sorted(wire.COMMANDS)
+    for module in (ask, commands, folders, history, pause, reindex, search, status):
+        module.register(recorder)  # type: ignore[arg-type]
+    assert sorted(recorder.commands) == sorted(wire.COMMANDS)
+    custom = [f for f in recorder.features if f.startswith("citeline/")]
+    assert sorted(custom) == sorted(wire.METHODS)
+
+
+def test_every_command_but_open_citation_is_a_requests_twin() -> None:
+    twins = {m.command: m for m in wire.METHODS.values() if m.command}
+    assert set(wire.COMMANDS) == {*twins, wire.OPEN_CITATION}
+    for name, m in twins.items():
+        assert set(m.arguments) <= m.param_names(), name
+        assert wire.COMMANDS[name] == (m.arguments, m.name)
 
 
 @pytest.mark.parametrize("method", sorted(wire.METHODS))

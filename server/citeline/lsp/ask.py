@@ -9,20 +9,18 @@ token.  Routing, ordering and threads are the service's (``Service.ask``).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from lsprotocol import types
 
 from citeline import wire
 from citeline.lsp.convert import answer_json, path_to_uri
-from citeline.lsp.errors import reported
-from citeline.lsp.params import folder_param, request_params, string_param, token_param
+from citeline.lsp.params import folder
+from citeline.lsp.routes import request
 from citeline.service.workspace import cited_passages
 
 if TYPE_CHECKING:
     from citeline.lsp.server import CitelineServer
-
-ASK = wire.ASK.name
 
 
 async def answer_request(
@@ -46,13 +44,8 @@ async def answer_request(
 
 
 def register(ls: CitelineServer) -> None:
-    @ls.feature(ASK)
-    @reported(ASK)
-    async def ask(ls: CitelineServer, params: Any) -> wire.Answer:
-        args = request_params(wire.ASK, params)
-        question = string_param(ASK, args, "question", required=True)
-        assert question is not None
-        folder = folder_param(ASK, args, "folder")
+    @request(ls, wire.ASK)
+    async def ask(ls: CitelineServer, params: wire.AskParams) -> wire.Answer:
         return await answer_request(
-            ls, question, folder, token_param(ASK, args, "partialResultToken")
+            ls, params["question"], folder(params.get("folder")), params.get("partialResultToken")
         )

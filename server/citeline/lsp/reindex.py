@@ -3,17 +3,15 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, cast
 
 from citeline import wire
 from citeline.lsp.convert import path_to_uri
-from citeline.lsp.errors import reported
-from citeline.lsp.params import folder_param, request_params
+from citeline.lsp.params import folder
+from citeline.lsp.routes import request
 
 if TYPE_CHECKING:
     from citeline.lsp.server import CitelineServer
-
-REINDEX = wire.REINDEX.name
 
 
 async def reindex_request(ls: CitelineServer, folder: Path | None) -> wire.ReindexResult:
@@ -24,8 +22,6 @@ async def reindex_request(ls: CitelineServer, folder: Path | None) -> wire.Reind
 
 
 def register(ls: CitelineServer) -> None:
-    @ls.feature(REINDEX)
-    @reported(REINDEX)
-    async def reindex(ls: CitelineServer, params: Any) -> wire.ReindexResult:
-        args = request_params(wire.REINDEX, params)
-        return await reindex_request(ls, folder_param(REINDEX, args, "folder"))
+    @request(ls, wire.REINDEX)
+    async def reindex(ls: CitelineServer, params: wire.ReindexParams) -> wire.ReindexResult:
+        return await reindex_request(ls, folder(params.get("folder")))

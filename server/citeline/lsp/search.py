@@ -12,23 +12,21 @@ import logging
 import re
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, cast
 from urllib.parse import unquote
 
 from lsprotocol import types
 
 from citeline import wire
 from citeline.lsp.convert import hover_markdown, located, path_to_uri, uri_to_path
-from citeline.lsp.errors import reported
-from citeline.lsp.params import folder_param, int_param, request_params, string_param
+from citeline.lsp.params import folder
+from citeline.lsp.routes import lsp_request, request
 
 if TYPE_CHECKING:
     from citeline.lsp.server import CitelineServer
 
 log = logging.getLogger(__name__)
 
-SEARCH = wire.SEARCH.name
-MAX_K = 100
 HOVER_PASSAGES = 3
 MAX_QUERY_CHARS = 1000
 
@@ -132,18 +130,14 @@ def _at_cursor(hit: wire.Hit, params: types.HoverParams) -> bool:
 
 
 def register(ls: CitelineServer) -> None:
-    @ls.feature(SEARCH)
-    @reported(SEARCH)
-    async def search(ls: CitelineServer, params: Any) -> wire.SearchResult:
-        args = request_params(wire.SEARCH, params)
-        query = string_param(SEARCH, args, "query", required=True)
-        assert query is not None
-        k = int_param(SEARCH, args, "k", low=1, high=MAX_K)
-        folder = folder_param(SEARCH, args, "folder")
-        return wire.SearchResult(hits=await search_request(ls, query, k, folder))
+    @request(ls, wire.SEARCH)
+    async def search(ls: CitelineServer, params: wire.SearchParams) -> wire.SearchResult:
+        hits = await search_request(
+            ls, params["query"], params.get("k"), folder(params.get("folder"))
+        )
+        return wire.SearchResult(hits=hits)
 
-    @ls.feature(types.TEXT_DOCUMENT_HOVER)
-    @reported(types.TEXT_DOCUMENT_HOVER)
+    @lsp_request(ls, types.TEXT_DOCUMENT_HOVER)
     async def hover(ls: CitelineServer, params: types.HoverParams) -> types.Hover | None:
         extras = ls.protocol.hover_extras()
         if not len(ls.service.folders):

@@ -11,19 +11,17 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, cast
 
 from citeline import wire
 from citeline.lsp.convert import path_to_uri
-from citeline.lsp.errors import reported
-from citeline.lsp.params import request_params
+from citeline.lsp.routes import request
 
 if TYPE_CHECKING:
     from citeline.lsp.server import CitelineServer
 
 log = logging.getLogger(__name__)
 
-STATUS = wire.STATUS.name
 NOTIFY_INTERVAL = 0.25
 
 
@@ -64,12 +62,10 @@ class StatusNotifier:
         if status == self._last or not (status["folders"] or status["unserved"]):
             return  # nothing to report until a folder is open (or one is not served)
         self._last = status
-        self.ls.protocol.notify(STATUS, status)
+        self.ls.protocol.notify(wire.STATUS.name, status)
 
 
 def register(ls: CitelineServer) -> None:
-    @ls.feature(STATUS)
-    @reported(STATUS)
-    async def status(ls: CitelineServer, params: Any) -> wire.StatusResult:
-        request_params(wire.STATUS, params)
+    @request(ls, wire.STATUS)
+    async def status(ls: CitelineServer, params: None) -> wire.StatusResult:
         return status_json(ls)
