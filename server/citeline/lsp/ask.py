@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING
 from lsprotocol import types
 
 from citeline import wire
-from citeline.lsp.convert import answer_json, path_to_uri
+from citeline.lsp import convert
+from citeline.lsp.convert import path_to_uri
 from citeline.lsp.params import folder
 from citeline.lsp.routes import request
 from citeline.service.workspace import cited_passages
@@ -35,12 +36,10 @@ async def answer_request(
     served, answer = await ls.service.ask(
         question.strip(), folder, send_delta if token is not None else None
     )
-    result = answer.to_json()
-    paths = {str(item["path"]) for key in ("citations", "hits") for item in result[key]}  # type: ignore[attr-defined]
+    paths = {c.path for c in answer.citations} | {h.chunk.path for h in answer.hits}
     copies = await ls.service.local_copies(served, sorted(paths))
-    return answer_json(
-        result, served.root, path_to_uri(served.root), copies, cited_passages(answer)
-    )
+    root = served.root
+    return convert.answer(answer, root, path_to_uri(root), copies, cited_passages(answer))
 
 
 def register(ls: CitelineServer) -> None:

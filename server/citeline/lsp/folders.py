@@ -7,10 +7,10 @@ The rule for which folders are served, and the file written, are the service's
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING
 
 from citeline import wire
-from citeline.lsp.convert import path_to_uri
+from citeline.lsp.convert import folder_status
 from citeline.lsp.params import folder
 from citeline.lsp.routes import request
 
@@ -24,4 +24,4 @@ def register(ls: CitelineServer) -> None:
         named = folder(params["folder"])
         assert named is not None
         status = await ls.service.index_folder(named)
-        return cast(wire.FolderStatus, {"uri": path_to_uri(status.docs), **status.to_json()})
+        return folder_status(status)

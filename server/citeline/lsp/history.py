@@ -8,10 +8,10 @@ Reading, merging and comparing are the service's (``Service.history`` and friend
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING
 
 from citeline import wire
-from citeline.lsp.convert import answer_json, path_to_uri
+from citeline.lsp.convert import history_item, recorded_answer
 from citeline.lsp.params import folder
 from citeline.lsp.routes import request
 from citeline.service.history import DEFAULT_LIMIT
@@ -29,19 +29,14 @@ def register(ls: CitelineServer) -> None:
             params.get("limit", DEFAULT_LIMIT),
             params.get("offset", 0),
         )
-        entries = [{**e.to_json(), "folder": path_to_uri(e.folder)} for e in found.entries]
-        return wire.HistoryResult(entries=cast(list[wire.HistoryItem], entries), total=found.total)
+        entries = [history_item(e) for e in found.entries]
+        return wire.HistoryResult(entries=entries, total=found.total)
 
     @request(ls, wire.HISTORY_ENTRY)
     async def history_entry(
         ls: CitelineServer, params: wire.HistoryEntryParams
     ) -> wire.HistoryEntry:
-        recorded = await ls.service.history_entry(params["id"])
-        root = recorded.folder
-        entry = answer_json(
-            recorded.to_json(), root, path_to_uri(root), recorded.copies, recorded.passages
-        )
-        return cast(wire.HistoryEntry, entry)
+        return recorded_answer(await ls.service.history_entry(params["id"]))
 
     @request(ls, wire.HISTORY_DELETE)
     async def history_delete(

@@ -9,10 +9,10 @@ folder's status, as ``citeline/status`` lists it.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING
 
 from citeline import wire
-from citeline.lsp.convert import path_to_uri
+from citeline.lsp.convert import folder_status
 from citeline.lsp.params import folder
 from citeline.lsp.routes import request
 
@@ -22,9 +22,7 @@ if TYPE_CHECKING:
 
 
 def _folders_json(ls: CitelineServer, folders: list[Folder]) -> wire.PauseIndexingResult:
-    statuses = (ls.service.folder_status(f) for f in folders)
-    listed = [{"uri": path_to_uri(s.docs), **s.to_json()} for s in statuses]
-    return {"folders": cast(list[wire.FolderStatus], listed)}
+    return {"folders": [folder_status(ls.service.folder_status(f)) for f in folders]}
 
 
 def register(ls: CitelineServer) -> None:

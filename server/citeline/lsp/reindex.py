@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING
 
 from citeline import wire
-from citeline.lsp.convert import path_to_uri
+from citeline.lsp.convert import reindex_report
 from citeline.lsp.params import folder
 from citeline.lsp.routes import request
 
@@ -17,8 +17,7 @@ if TYPE_CHECKING:
 async def reindex_request(ls: CitelineServer, folder: Path | None) -> wire.ReindexResult:
     """Each folder's ingest report (as ``citeline index --json`` prints it) and URI."""
     reports = await ls.service.reindex(folder)
-    folders = [{"uri": path_to_uri(f.root), **report.to_json()} for f, report in reports]
-    return wire.ReindexResult(folders=cast(list[wire.ReindexFolderReport], folders))
+    return wire.ReindexResult(folders=[reindex_report(f.root, report) for f, report in reports])
 
 
 def register(ls: CitelineServer) -> None:

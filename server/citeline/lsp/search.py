@@ -12,13 +12,13 @@ import logging
 import re
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING
 from urllib.parse import unquote
 
 from lsprotocol import types
 
 from citeline import wire
-from citeline.lsp.convert import hover_markdown, located, path_to_uri, uri_to_path
+from citeline.lsp.convert import hit, hover_markdown, path_to_uri, uri_to_path
 from citeline.lsp.params import folder
 from citeline.lsp.routes import lsp_request, request
 
@@ -36,13 +36,7 @@ async def search_request(
 ) -> list[wire.Hit]:
     """The hits as the client gets them: with ``uri``, ``range`` and ``folder``."""
     found = await ls.service.search(query, k, folder, rerank=rerank)
-    return [
-        cast(
-            wire.Hit,
-            located(f.hit.to_json(), f.folder.root, path_to_uri(f.folder.root), f.local_copy),
-        )
-        for f in found
-    ]
+    return [hit(f.hit, f.folder.root, path_to_uri(f.folder.root), f.local_copy) for f in found]
 
 
 # -- hover ---------------------------------------------------------------------
@@ -119,13 +113,13 @@ def _client_markdown(ls: CitelineServer) -> bool:
     return formats is None or types.MarkupKind.Markdown in formats
 
 
-def _at_cursor(hit: wire.Hit, params: types.HoverParams) -> bool:
+def _at_cursor(found: wire.Hit, params: types.HoverParams) -> bool:
     """Whether a hit is the very passage being hovered (not worth showing)."""
     here = uri_to_path(params.text_document.uri)
-    there = uri_to_path(str(hit["uri"]))
+    there = uri_to_path(found["uri"])
     if here is None or there is None or here != there:
         return False
-    rng = hit["range"]
+    rng = found["range"]
     return bool(rng["start"]["line"] <= params.position.line < rng["end"]["line"])
 
 

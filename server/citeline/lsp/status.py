@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING
 
 from citeline import wire
-from citeline.lsp.convert import path_to_uri
+from citeline.lsp import convert
 from citeline.lsp.routes import request
 
 if TYPE_CHECKING:
@@ -27,12 +27,10 @@ NOTIFY_INTERVAL = 0.25
 
 def status_json(ls: CitelineServer) -> wire.StatusResult:
     status = ls.service.status()
-    folders = [{"uri": path_to_uri(f.docs), **f.to_json()} for f in status.folders]
-    unserved = [{"uri": path_to_uri(u.root), **u.to_json()} for u in status.unserved]
     return wire.StatusResult(
-        folders=cast(list[wire.FolderStatus], folders),
-        models=cast(wire.ModelNames, status.models.to_json()),
-        unserved=cast(list[wire.UnservedFolder], unserved),
+        folders=[convert.folder_status(f) for f in status.folders],
+        models=convert.model_names(status.models),
+        unserved=[convert.unserved(u) for u in status.unserved],
     )
 
 
