@@ -2,15 +2,13 @@
 
 Searching (which folders, merging, threads) is the service's (``Service.search``).
 Hover searches with the selection the client sends in ``params.citeline.selection``,
-else the sentence under the cursor, else the line, and answers Markdown with the
-top passages.
+else the sentence under the cursor, else the line (``service/hover.py``), and answers
+Markdown with the top passages.
 """
 
 from __future__ import annotations
 
 import logging
-import re
-from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import unquote
@@ -21,6 +19,7 @@ from citeline import wire
 from citeline.lsp.convert import hit, hover_markdown, path_to_uri, uri_to_path
 from citeline.lsp.params import folder
 from citeline.lsp.routes import lsp_request, request
+from citeline.service.hover import MAX_QUERY_CHARS, hover_query
 
 if TYPE_CHECKING:
     from citeline.lsp.server import CitelineServer
@@ -28,7 +27,6 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 HOVER_PASSAGES = 3
-MAX_QUERY_CHARS = 1000
 
 
 async def search_request(
@@ -40,45 +38,6 @@ async def search_request(
 
 
 # -- hover ---------------------------------------------------------------------
-
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|(?<=[。！？])")
-_LINE_MARKUP = re.compile(r"^\s*(?:#{1,6}|[-*+>]|\d+[.)]|\|)\s*")
-
-
-def _clean(text: str) -> str:
-    return " ".join(_LINE_MARKUP.sub("", line) for line in text.split("\n")).strip()
-
-
-def hover_query(lines: Sequence[str], line: int, column: int) -> str:
-    """The sentence under the cursor, or its line when that is all there is; '' if blank."""
-    if not 0 <= line < len(lines):
-        return ""
-    current = lines[line].rstrip("\r\n")
-    if not current.strip():
-        return ""
-    # The paragraph around the cursor: the non-blank lines next to it.
-    first = line
-    while first > 0 and lines[first - 1].strip() and line - first < 20:
-        first -= 1
-    last = line
-    while last + 1 < len(lines) and lines[last + 1].strip() and last - line < 20:
-        last += 1
-    paragraph = [lines[i].rstrip("\r\n") for i in range(first, last + 1)]
-    offset = sum(len(text) + 1 for text in paragraph[: line - first]) + min(
-        max(column, 0), len(current)
-    )
-    joined = "\n".join(paragraph)
-    start = 0
-    for match in _SENTENCE_END.finditer(joined):
-        if match.start() >= offset:
-            break
-        start = match.end()
-    end_match = _SENTENCE_END.search(joined, max(offset, start))
-    end = end_match.start() if end_match else len(joined)
-    sentence = _clean(joined[start:end])
-    if len(sentence.split()) >= 3 or (sentence and len(sentence) >= 8):
-        return sentence[:MAX_QUERY_CHARS]
-    return _clean(current)[:MAX_QUERY_CHARS]
 
 
 async def _cursor_text(ls: CitelineServer, params: types.HoverParams) -> str:
