@@ -425,3 +425,17 @@ def test_vscode_restarts_only_for_what_starts_the_server(tmp_path: Path) -> None
             reopened.add(key.split(".")[0])
     # what docs/lsp-extensions.md says reopens the index
     assert reopened == {"embedding", "chunking", "index"}
+
+
+@pytest.mark.parametrize("section", [f.name for f in dataclasses.fields(Settings)])
+def test_every_section_refuses_an_unknown_key_and_a_value_that_is_not_a_table(
+    tmp_path: Path, section: str
+) -> None:
+    defaults = Settings()
+    for layer, why in (
+        ({section: {"semantic": 1}}, f"unknown setting '{section}.semantic' ignored"),
+        ({section: "semantic"}, f"setting '{section}' must be a table"),
+    ):
+        settings, warnings = load_settings(tmp_path, layer, sources=("editor settings",))
+        assert len(warnings) == 1 and why in warnings[0], (layer, warnings)
+        assert getattr(settings, section) == getattr(defaults, section)
