@@ -6,12 +6,14 @@ from __future__ import annotations
 import dataclasses
 import importlib.util
 import json
+import re
 import typing
 from pathlib import Path
 
 import pytest
 
 from citeline.core.retrieval import RetrievalSettings
+from citeline.service.folders import needs_reopen
 from citeline.settings import (
     BUNDLED_MODEL_RETRIEVAL,
     E5,
@@ -360,3 +362,80 @@ def test_the_file_is_read_bounded_inside_the_folder_and_depth_limited(tmp_path: 
     assert settings == Settings() and warnings == [
         f"editor settings: nested more than {MAX_DEPTH} levels deep; ignored"
     ]
+
+
+SETTINGS_TS = REPO / "editor-clients" / "vscode" / "src" / "settings.ts"
+# A value of each kind VS Code sends that the server accepts and that differs from
+# its default (the model files exist: a missing one is refused with a warning).
+_LIVE_VALUES = {"integer": 3, "number": 0.3, "boolean": True, "string[]": ["/tmp"]}
+_LIVE_STRINGS = {
+    "embedding.preset": "bge",
+    "retrieval.mode": "keyword",
+    "answer.mode": "extractive",
+    "index.store": "postgresql://localhost/notes",  # the team extra is a dev dependency
+    "index.collection": "notes",
+}
+_LIVE_NUMBERS = {"chunking.maxCost": 2000, "chunking.overlapCost": 100}  # overlap < max
+
+
+def _vscode_server_settings() -> list[tuple[str, list[str], str]]:
+    text = SETTINGS_TS.read_text("utf-8")
+    rows = re.findall(r"\{ key: '([\w.]+)', path: \[([^\]]*)\], kind: '([\w\[\]]+)' \}", text)
+    return [(key, re.findall(r"'(\w+)'", path), kind) for key, path, kind in rows]
+
+
+def test_vscode_restarts_only_for_what_starts_the_server(tmp_path: Path) -> None:
+    # The server applies every setting it understands as it changes: a change to what
+    # an index is reopens it (needs_reopen), the rest applies to the next request; so
+    # VS Code restarts the server only for its own start-up settings.
+    text = SETTINGS_TS.read_text("utf-8")
+    restart = re.search(r"RESTART_KEYS: readonly string\[\] = \[([^\]]*)\]", text)
+    assert restart and re.findall(r"'([\w.]+)'", restart.group(1)) == [
+        "server.command",
+        "server.python",
+    ]
+    rows = _vscode_server_settings()
+    assert len(rows) >= 20
+    model = tmp_path / "model.gguf"
+    model.write_bytes(b"GGUF")
+    base, warnings = load_settings(tmp_path, {}, sources=("editor settings",))
+    reopened = set()
+    for key, path, kind in rows:
+        if key == "folders":  # which folders are served: service/session.py, live
+            continue
+        section, name = path[0], snake_case(path[1])
+        default = getattr(getattr(base, section), name)
+        value: object = _LIVE_VALUES.get(kind)
+        if kind == "boolean":
+            value = not default
+        elif kind == "string":
+            value = _LIVE_STRINGS.get(key, str(model))
+        elif key in _LIVE_NUMBERS:
+            value = _LIVE_NUMBERS[key]
+        elif kind in ("integer", "number"):
+            rule = rule_for(f"{section}.{name}", int if kind == "integer" else float)
+            low = rule.low if rule.low is not None else 0
+            value = low if low != default else (rule.high if rule.high is not None else low + 1)
+            value = int(value) if kind == "integer" else float(value)
+        layer: dict[str, object] = {path[0]: {path[1]: value}}
+        changed, warnings = load_settings(tmp_path, layer, sources=("editor settings",))
+        assert warnings == [], (key, warnings)
+        assert changed != base, key
+        if needs_reopen(base, changed):
+            reopened.add(key.split(".")[0])
+    # what docs/lsp-extensions.md says reopens the index
+    assert reopened == {"embedding", "chunking", "index"}
+
+
+@pytest.mark.parametrize("section", [f.name for f in dataclasses.fields(Settings)])
+def test_every_section_refuses_an_unknown_key_and_a_value_that_is_not_a_table(
+    tmp_path: Path, section: str
+) -> None:
+    defaults = Settings()
+    for layer, why in (
+        ({section: {"semantic": 1}}, f"unknown setting '{section}.semantic' ignored"),
+        ({section: "semantic"}, f"setting '{section}' must be a table"),
+    ):
+        settings, warnings = load_settings(tmp_path, layer, sources=("editor settings",))
+        assert len(warnings) == 1 and why in warnings[0], (layer, warnings)
+        assert getattr(settings, section) == getattr(defaults, section)

@@ -24,8 +24,7 @@ from citeline import wire
 from citeline.core.answering.results import Answer, Citation
 from citeline.core.documents import Chunk, Hit
 from citeline.core.ingest import IngestReport
-from citeline.lsp.commands import register as register_commands
-from citeline.lsp.convert import answer_json, located
+from citeline.lsp import ask, commands, convert, folders, history, pause, reindex, search, status
 from citeline.service import workspace
 from citeline.service.selection import Unserved
 from citeline.service.status import FolderStatus
@@ -237,21 +236,21 @@ def _answer(**extra: Any) -> Answer:
 
 
 def test_the_answer_json_has_exactly_the_wire_fields() -> None:
-    out = answer_json(_answer().to_json(), ROOT, "file:///home/me/notes", {"a.md": "differs"})
+    out = convert.answer(_answer(), ROOT, "file:///home/me/notes", {"a.md": "differs"})
     assert set(out) == keys(wire.Answer)
     (citation,) = out["citations"]
-    assert set(citation) == keys(wire.Citation) - {"text", "changed"}
+    assert set(citation) == keys(wire.Citation) - {"text", "changed"}  # no passage given
     assert set(out["hits"][0]) == keys(wire.Hit)
     assert citation["local_copy_note"] == wire.LOCAL_COPY_NOTES[wire.LocalCopy.DIFFERS]
 
 
 def test_a_hit_status_and_report_have_exactly_the_wire_fields() -> None:
-    assert set(located(_hit().to_json(), ROOT, "f")) == keys(wire.Hit)
-    status = {"uri": "f", **FolderStatus(ROOT, "i", message="m").to_json()}
+    assert set(convert.hit(_hit(), ROOT, "f")) == keys(wire.Hit)
+    status = convert.folder_status(FolderStatus(ROOT, "i", message="m"))
     assert set(status) == keys(wire.FolderStatus)
     assert set(status["models"]) == keys(wire.ModelNames)
-    assert set({"uri": "f", **Unserved(ROOT, "why").to_json()}) == keys(wire.UnservedFolder)
-    assert set({"uri": "f", **IngestReport().to_json()}) == keys(wire.ReindexFolderReport)
+    assert set(convert.unserved(Unserved(ROOT, "why"))) == keys(wire.UnservedFolder)
+    assert set(convert.reindex_report(ROOT, IngestReport())) == keys(wire.ReindexFolderReport)
 
 
 def test_the_answer_vocabulary_is_the_cores() -> None:
@@ -281,20 +280,36 @@ def test_the_method_table_gives_each_handler_its_params() -> None:
 
 
 class _Recorder:
-    """Records the commands a server registers (``register`` only declares them)."""
+    """Records what a server registers (``register`` only declares it)."""
 
     def __init__(self) -> None:
-        self.names: list[str] = []
+        self.commands: list[str] = []
+        self.features: list[str] = []
 
     def command(self, name: str) -> Any:
-        self.names.append(name)
+        self.commands.append(name)
+        return lambda f: f
+
+    def feature(self, name: str) -> Any:
+        self.features.append(name)
         return lambda f: f
 
 
-def test_the_server_registers_exactly_the_wire_commands() -> None:
+def test_the_server_registers_exactly_the_wire_methods_and_commands() -> None:
     recorder = _Recorder()
-    register_commands(recorder)  # type: ignore[arg-type]
-    assert sorted(recorder.names) == sorted(wire.COMMANDS)
+    for module in (ask, commands, folders, history, pause, reindex, search, status):
+        module.register(recorder)  # type: ignore[arg-type]
+    assert sorted(recorder.commands) == sorted(wire.COMMANDS)
+    custom = [f for f in recorder.features if f.startswith("citeline/")]
+    assert sorted(custom) == sorted(wire.METHODS)
+
+
+def test_every_command_but_open_citation_is_a_requests_twin() -> None:
+    twins = {m.command: m for m in wire.METHODS.values() if m.command}
+    assert set(wire.COMMANDS) == {*twins, wire.OPEN_CITATION}
+    for name, m in twins.items():
+        assert set(m.arguments) <= m.param_names(), name
+        assert wire.COMMANDS[name] == (m.arguments, m.name)
 
 
 @pytest.mark.parametrize("method", sorted(wire.METHODS))

@@ -1,7 +1,7 @@
 """The wire contract between ``citeline serve`` and its clients, in one place.
 
 - :data:`METHODS`: every custom request the server answers, with its params and
-  result types; :data:`COMMANDS`: the ``workspace/executeCommand`` twins.
+  result types; :data:`COMMANDS`: the ``workspace/executeCommand`` twins, made from it.
 - The params and results as ``TypedDict`` s whose keys are the JSON names.
 - The answer's vocabulary (``AnswerMode``, ``Grade``, ``Fallback``, ``Refusal``:
   the core's enums, each value its JSON) and ``LocalCopy``.
@@ -16,7 +16,7 @@ method names) to this module, and the docs to its hash.
 
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any, Literal, NotRequired, Required, TypedDict
+from typing import Any, Generic, Literal, NotRequired, Required, TypedDict, TypeVar
 
 from citeline.core.answering.results import AnswerMode, Fallback, Grade, Refusal
 
@@ -257,32 +257,42 @@ class AskDelta(TypedDict):
     delta: str
 
 
+P = TypeVar("P")
+R = TypeVar("R")
+
+
 @dataclass(frozen=True)
-class Method:
-    """A custom request: its name, params (``None``: it takes none) and result."""
+class Method(Generic[P, R]):
+    """A custom request: its name, params (``None``: it takes none) and result, and
+    its ``workspace/executeCommand`` twin for clients that only speak commands (the
+    command's name and which params its positional arguments are, in order)."""
 
     name: str
-    params: type[Any] | None
-    result: type[Any]
+    params: type[P] | None
+    result: type[R]
+    command: str | None = None
+    arguments: tuple[str, ...] = ()
 
     def param_names(self) -> frozenset[str]:
         if self.params is None:
             return frozenset()
-        return frozenset(self.params.__required_keys__ | self.params.__optional_keys__)
+        return frozenset(self.params.__required_keys__ | self.params.__optional_keys__)  # type: ignore[attr-defined]
 
 
-ASK = Method("citeline/ask", AskParams, Answer)
-SEARCH = Method("citeline/search", SearchParams, SearchResult)
-STATUS = Method("citeline/status", None, StatusResult)  # also a notification
+ASK = Method("citeline/ask", AskParams, Answer, "citeline.ask", ("question", "folder"))
+SEARCH = Method("citeline/search", SearchParams, SearchResult, "citeline.search", ("query", "k"))
+STATUS: Method[None, StatusResult] = Method(  # also a notification
+    "citeline/status", None, StatusResult, "citeline.status"
+)
 INDEX_FOLDER = Method("citeline/indexFolder", IndexFolderParams, FolderStatus)
-REINDEX = Method("citeline/reindex", ReindexParams, ReindexResult)
+REINDEX = Method("citeline/reindex", ReindexParams, ReindexResult, "citeline.reindex", ("folder",))
 PAUSE_INDEXING = Method("citeline/pauseIndexing", PauseIndexingParams, PauseIndexingResult)
 RESUME_INDEXING = Method("citeline/resumeIndexing", PauseIndexingParams, PauseIndexingResult)
 HISTORY = Method("citeline/history", HistoryParams, HistoryResult)
 HISTORY_ENTRY = Method("citeline/historyEntry", HistoryEntryParams, HistoryEntry)
 HISTORY_DELETE = Method("citeline/historyDelete", HistoryDeleteParams, HistoryDeleteResult)
 
-METHODS: dict[str, Method] = {
+METHODS: dict[str, Method[Any, Any]] = {
     m.name: m
     for m in (
         ASK,
@@ -298,14 +308,14 @@ METHODS: dict[str, Method] = {
     )
 }
 
-# ``workspace/executeCommand`` twins (positional arguments) for clients that only
-# speak commands: command → the arguments' names, and the request it answers as.
+# The one command that is not a request's twin: the client shows a citation.
+OPEN_CITATION = "citeline.openCitation"
+
+# ``workspace/executeCommand`` (positional arguments): command → the arguments'
+# names, and the request it answers as (None: ``citeline.openCitation``, true if shown).
 COMMANDS: dict[str, tuple[tuple[str, ...], str | None]] = {
-    "citeline.ask": (("question", "folder"), ASK.name),
-    "citeline.search": (("query", "k"), SEARCH.name),
-    "citeline.reindex": (("folder",), REINDEX.name),
-    "citeline.status": ((), STATUS.name),
-    "citeline.openCitation": (("citation",), None),  # shows the citation: true if shown
+    **{m.command: (m.arguments, m.name) for m in METHODS.values() if m.command},
+    OPEN_CITATION: (("citation",), None),
 }
 
 

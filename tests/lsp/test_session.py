@@ -1,49 +1,16 @@
-"""Editor settings: the folders key, the citeline section, layering."""
+"""What the editor tells the server: saves (the settings policy is tested in
+tests/service/test_session.py, the whole exchange over stdio in tests/e2e)."""
 
 from __future__ import annotations
 
 import asyncio
 import os
 import time
-from pathlib import Path
 
 from lsprotocol import types
 
-from citeline.lsp.session import merge_layers, split_options
 from inprocess import Served
 from recording import settled
-
-
-def test_split_options_takes_out_folders() -> None:
-    layer, folders, warnings = split_options(
-        {"folders": ["/a", "file:///b%20c"], "search": {"topK": 3}}, "init"
-    )
-    assert layer == {"search": {"topK": 3}}
-    assert folders == [Path("/a"), Path("/b c")]
-    assert warnings == []
-
-
-def test_split_options_accepts_a_citeline_section_and_a_single_folder() -> None:
-    layer, folders, _ = split_options({"citeline": {"folders": "/x", "answer": {}}}, "init")
-    assert layer == {"answer": {}}
-    assert folders == [Path("/x")]
-
-
-def test_split_options_warns_instead_of_failing() -> None:
-    assert split_options(None, "init") == ({}, None, [])
-    assert split_options("nonsense", "init")[2] == ["init must be an object; ignored"]
-    layer, folders, warnings = split_options({"folders": 3, "search": {}}, "init")
-    assert layer == {"search": {}} and folders is None and "folders" in warnings[0]
-    _, folders, warnings = split_options({"folders": ["untitled:x", "/ok"]}, "init")
-    assert folders == [Path("/ok")] and "not a local path" in warnings[0]
-
-
-def test_merge_layers_is_deep() -> None:
-    assert merge_layers({"a": {"x": 1, "y": 2}, "b": 1}, {"a": {"y": 3}, "c": 4}) == {
-        "a": {"x": 1, "y": 3},
-        "b": 1,
-        "c": 4,
-    }
 
 
 async def test_saves_index_only_regular_documents_of_the_folders(served: Served) -> None:

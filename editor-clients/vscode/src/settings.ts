@@ -17,45 +17,44 @@ export interface SettingSpec {
   /** Where it goes in the server's settings object (camelCase, as in the contract). */
   path: string[];
   kind: Kind;
-  /** Changing it restarts the server instead of sending didChangeConfiguration. */
-  restart: boolean;
 }
 
 /** The settings the server understands (docs/lsp-extensions.md, "Initialization options and settings"). */
 export const SERVER_SETTINGS: readonly SettingSpec[] = [
-  { key: 'folders', path: ['folders'], kind: 'string[]', restart: true },
-  { key: 'embedding.model', path: ['embedding', 'model'], kind: 'string', restart: true },
-  { key: 'embedding.preset', path: ['embedding', 'preset'], kind: 'string', restart: true },
-  { key: 'generation.model', path: ['generation', 'model'], kind: 'string', restart: true },
-  { key: 'generation.contextSize', path: ['generation', 'contextSize'], kind: 'integer', restart: true },
-  { key: 'chunking.maxCost', path: ['chunking', 'maxCost'], kind: 'integer', restart: true },
-  { key: 'chunking.overlapCost', path: ['chunking', 'overlapCost'], kind: 'integer', restart: true },
-  { key: 'search.topK', path: ['search', 'topK'], kind: 'integer', restart: false },
+  { key: 'folders', path: ['folders'], kind: 'string[]' },
+  { key: 'embedding.model', path: ['embedding', 'model'], kind: 'string' },
+  { key: 'embedding.preset', path: ['embedding', 'preset'], kind: 'string' },
+  { key: 'generation.model', path: ['generation', 'model'], kind: 'string' },
+  { key: 'generation.contextSize', path: ['generation', 'contextSize'], kind: 'integer' },
+  { key: 'chunking.maxCost', path: ['chunking', 'maxCost'], kind: 'integer' },
+  { key: 'chunking.overlapCost', path: ['chunking', 'overlapCost'], kind: 'integer' },
+  { key: 'search.topK', path: ['search', 'topK'], kind: 'integer' },
   // The daemon's settings beyond the contract's example (same layering, same merge):
-  { key: 'retrieval.mode', path: ['retrieval', 'mode'], kind: 'string', restart: false },
-  { key: 'retrieval.denseWeight', path: ['retrieval', 'denseWeight'], kind: 'number', restart: false },
-  { key: 'retrieval.keywordWeight', path: ['retrieval', 'keywordWeight'], kind: 'number', restart: false },
-  { key: 'reranking.model', path: ['reranking', 'model'], kind: 'string', restart: false },
-  { key: 'reranking.candidates', path: ['reranking', 'candidates'], kind: 'integer', restart: false },
-  { key: 'answer.minScore', path: ['answer', 'minScore'], kind: 'number', restart: false },
-  { key: 'answer.minKeywordScore', path: ['answer', 'minKeywordScore'], kind: 'number', restart: false },
-  { key: 'answer.maxEvidence', path: ['answer', 'maxEvidence'], kind: 'integer', restart: false },
-  { key: 'answer.maxAnswerTokens', path: ['answer', 'maxAnswerTokens'], kind: 'integer', restart: false },
-  { key: 'answer.timeoutSeconds', path: ['answer', 'timeoutSeconds'], kind: 'number', restart: false },
-  { key: 'answer.temperature', path: ['answer', 'temperature'], kind: 'number', restart: false },
-  { key: 'answer.mode', path: ['answer', 'mode'], kind: 'string', restart: false },
-  { key: 'records.asks', path: ['records', 'asks'], kind: 'boolean', restart: false },
-  { key: 'index.store', path: ['index', 'store'], kind: 'string', restart: true },
-  { key: 'index.collection', path: ['index', 'collection'], kind: 'string', restart: true },
-  { key: 'index.exactSearch', path: ['index', 'exactSearch'], kind: 'boolean', restart: false },
+  { key: 'retrieval.mode', path: ['retrieval', 'mode'], kind: 'string' },
+  { key: 'retrieval.denseWeight', path: ['retrieval', 'denseWeight'], kind: 'number' },
+  { key: 'retrieval.keywordWeight', path: ['retrieval', 'keywordWeight'], kind: 'number' },
+  { key: 'reranking.model', path: ['reranking', 'model'], kind: 'string' },
+  { key: 'reranking.candidates', path: ['reranking', 'candidates'], kind: 'integer' },
+  { key: 'answer.minScore', path: ['answer', 'minScore'], kind: 'number' },
+  { key: 'answer.minKeywordScore', path: ['answer', 'minKeywordScore'], kind: 'number' },
+  { key: 'answer.maxEvidence', path: ['answer', 'maxEvidence'], kind: 'integer' },
+  { key: 'answer.maxAnswerTokens', path: ['answer', 'maxAnswerTokens'], kind: 'integer' },
+  { key: 'answer.timeoutSeconds', path: ['answer', 'timeoutSeconds'], kind: 'number' },
+  { key: 'answer.temperature', path: ['answer', 'temperature'], kind: 'number' },
+  { key: 'answer.mode', path: ['answer', 'mode'], kind: 'string' },
+  { key: 'records.asks', path: ['records', 'asks'], kind: 'boolean' },
+  { key: 'index.store', path: ['index', 'store'], kind: 'string' },
+  { key: 'index.collection', path: ['index', 'collection'], kind: 'string' },
+  { key: 'index.exactSearch', path: ['index', 'exactSearch'], kind: 'boolean' },
 ];
 
-/** Client-side settings whose change restarts the server. */
-export const RESTART_KEYS: readonly string[] = [
-  'server.command',
-  'server.python',
-  ...SERVER_SETTINGS.filter((s) => s.restart).map((s) => s.key),
-];
+/**
+ * Settings whose change restarts the server: only how it is started. The server applies
+ * its own settings as they change (didChangeConfiguration): those that change what an
+ * index is reopen it, the others apply to the next request (docs/lsp-extensions.md,
+ * the server's `needs_reopen`; tests/test_settings.py holds this list to that rule).
+ */
+export const RESTART_KEYS: readonly string[] = ['server.command', 'server.python'];
 
 export interface PathContext {
   /** Resolves relative paths (the first workspace folder). */

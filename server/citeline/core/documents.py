@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Literal, overload
 
 DocumentKind = Literal["markdown", "html", "pdf", "text"]
 
@@ -71,6 +71,19 @@ class Chunk:
         return SECTION_SEPARATOR.join(self.heading_path)
 
 
+SCORE_DIGITS = 6  # a score as JSON carries it (the command line, MCP, the wire)
+SECONDS_DIGITS = 4  # a timing or a probability as JSON carries it
+
+
+@overload
+def rounded(value: float, digits: int = SCORE_DIGITS) -> float: ...
+@overload
+def rounded(value: None, digits: int = SCORE_DIGITS) -> None: ...
+def rounded(value: float | None, digits: int = SCORE_DIGITS) -> float | None:
+    """``value`` rounded as every JSON output shows it (None stays None)."""
+    return None if value is None else round(value, digits)
+
+
 @dataclass(frozen=True)
 class Hit:
     """A chunk returned by a search, with its rank (1-based) and scores.
@@ -96,10 +109,10 @@ class Hit:
         c = self.chunk
         return {
             "rank": self.rank,
-            "score": round(self.score, 6),
-            "dense": None if self.dense is None else round(self.dense, 6),
-            "keyword": None if self.keyword is None else round(self.keyword, 6),
-            "rerank": None if self.rerank is None else round(self.rerank, 6),
+            "score": rounded(self.score),
+            "dense": rounded(self.dense),
+            "keyword": rounded(self.keyword),
+            "rerank": rounded(self.rerank),
             "path": c.path,
             "title": c.title,
             "section": c.section,

@@ -9,20 +9,19 @@ token.  Routing, ordering and threads are the service's (``Service.ask``).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from lsprotocol import types
 
 from citeline import wire
-from citeline.lsp.convert import answer_json, path_to_uri
-from citeline.lsp.errors import reported
-from citeline.lsp.params import folder_param, request_params, string_param, token_param
+from citeline.lsp import convert
+from citeline.lsp.convert import path_to_uri
+from citeline.lsp.params import folder
+from citeline.lsp.routes import request
 from citeline.service.workspace import cited_passages
 
 if TYPE_CHECKING:
     from citeline.lsp.server import CitelineServer
-
-ASK = wire.ASK.name
 
 
 async def answer_request(
@@ -37,22 +36,15 @@ async def answer_request(
     served, answer = await ls.service.ask(
         question.strip(), folder, send_delta if token is not None else None
     )
-    result = answer.to_json()
-    paths = {str(item["path"]) for key in ("citations", "hits") for item in result[key]}  # type: ignore[attr-defined]
+    paths = {c.path for c in answer.citations} | {h.chunk.path for h in answer.hits}
     copies = await ls.service.local_copies(served, sorted(paths))
-    return answer_json(
-        result, served.root, path_to_uri(served.root), copies, cited_passages(answer)
-    )
+    root = served.root
+    return convert.answer(answer, root, path_to_uri(root), copies, cited_passages(answer))
 
 
 def register(ls: CitelineServer) -> None:
-    @ls.feature(ASK)
-    @reported(ASK)
-    async def ask(ls: CitelineServer, params: Any) -> wire.Answer:
-        args = request_params(wire.ASK, params)
-        question = string_param(ASK, args, "question", required=True)
-        assert question is not None
-        folder = folder_param(ASK, args, "folder")
+    @request(ls, wire.ASK)
+    async def ask(ls: CitelineServer, params: wire.AskParams) -> wire.Answer:
         return await answer_request(
-            ls, question, folder, token_param(ASK, args, "partialResultToken")
+            ls, params["question"], folder(params.get("folder")), params.get("partialResultToken")
         )

@@ -1,4 +1,5 @@
-"""Pure conversions between the core's JSON and LSP's: URIs, ranges, hover Markdown.
+"""Pure conversions of the core's and the service's typed values into the wire's
+(``citeline.wire``'s ``TypedDict`` s): URIs, ranges, hover Markdown.
 
 A citation or hit names a file relative to its folder and a 1-based inclusive
 line span (or a 1-based PDF page).  On the wire it also carries a ``file://``
@@ -18,6 +19,10 @@ from typing import Any, cast
 from urllib.parse import unquote_to_bytes, urlsplit
 
 from citeline import wire
+from citeline.service.history import HistoryEntry, RecordedAnswer
+from citeline.service.results import SECONDS_DIGITS, Answer, Citation, Hit, IngestReport, rounded
+from citeline.service.selection import Unserved
+from citeline.service.status import FolderStatus, ModelNames, timestamp
 
 
 def path_to_uri(path: Path) -> str:
@@ -59,6 +64,184 @@ def location_uri(root: Path, rel: str, page: int | None) -> str:
     return f"{uri}#page={page}" if page is not None else uri
 
 
+def _place(page: int | None, start: int | None, end: int | None) -> wire.Range:
+    return line_range(None, None) if page is not None else line_range(start, end)
+
+
+# -- the core's values as the wire's ----------------------------------------------------
+
+
+def hit(h: Hit, root: Path, folder_uri: str, local_copy: str = "same") -> wire.Hit:
+    """A retrieved passage, located in the folder at ``root`` (URI ``folder_uri``)."""
+    c = h.chunk
+    copy = wire.LocalCopy(local_copy)
+    return {
+        "rank": h.rank,
+        "score": rounded(h.score),
+        "dense": rounded(h.dense),
+        "keyword": rounded(h.keyword),
+        "rerank": rounded(h.rerank),
+        "path": c.path,
+        "title": c.title,
+        "section": c.section,
+        "page": c.page,
+        "start_line": c.start_line,
+        "end_line": c.end_line,
+        "text": c.text,
+        "local_copy": copy,
+        "local_copy_note": wire.local_copy_note(copy),
+        "uri": location_uri(root, c.path, c.page),
+        "range": _place(c.page, c.start_line, c.end_line),
+        "folder": folder_uri,
+    }
+
+
+def citation(
+    c: Citation, root: Path, folder_uri: str, local_copy: str = "same", text: str | None = None
+) -> wire.Citation:
+    """A citation, located; with the indexed passage's ``text`` when the folder's own
+    copy of the file is not the indexed one (``local_copy`` "differs" or "missing"):
+    clients show it, and its ``local_copy_note``, instead of jumping to lines that may
+    hold something else."""
+    copy = wire.LocalCopy(local_copy)
+    out: wire.Citation = {
+        "n": c.n,
+        "path": c.path,
+        "title": c.title,
+        "section": c.section,
+        "page": c.page,
+        "start_line": c.start_line,
+        "end_line": c.end_line,
+        "score": rounded(c.score),
+        "cited": c.cited,
+        "local_copy": copy,
+        "local_copy_note": wire.local_copy_note(copy),
+        "uri": location_uri(root, c.path, c.page),
+        "range": _place(c.page, c.start_line, c.end_line),
+        "folder": folder_uri,
+    }
+    if copy != wire.LocalCopy.SAME and text is not None:
+        out["text"] = text
+    return out
+
+
+def answer(
+    a: Answer,
+    root: Path,
+    folder_uri: str,
+    copies: Mapping[str, str] | None = None,
+    passages: Mapping[int, str] | None = None,
+) -> wire.Answer:
+    """The core's answer as the client gets it: with the folder, its mode label and
+    fallback note, and every citation and hit located; ``copies`` says per path
+    whether the local file is the indexed one, ``passages`` gives each citation's text
+    by its ``n``."""
+    copies = copies or {}
+    passages = passages or {}
+    return {
+        "question": a.question,
+        "language": a.language,
+        "answer": a.text,
+        "mode": a.mode,
+        "model": a.model,
+        "fallback": a.fallback,
+        "refused": a.refused,
+        "grade": a.grade or wire.Grade.ANSWER,
+        "grade_label": a.grade_label,
+        "refusal": a.refusal,
+        "generator_called": a.generator_called,
+        "degraded": a.degraded,
+        "confidence": rounded(a.confidence, SECONDS_DIGITS),
+        "citations": [
+            citation(c, root, folder_uri, copies.get(c.path, "same"), passages.get(c.n))
+            for c in a.citations
+        ],
+        "hits": [hit(h, root, folder_uri, copies.get(h.chunk.path, "same")) for h in a.hits],
+        "timings": {k: rounded(v, SECONDS_DIGITS) for k, v in a.timings.items()},
+        "folder": folder_uri,
+        "mode_label": wire.mode_label(a.mode, a.model),
+        "fallback_note": wire.fallback_note(a.mode, a.fallback, a.degraded),
+    }
+
+
+def model_names(m: ModelNames) -> wire.ModelNames:
+    return {
+        "embedding": m.embedding,
+        "embedding_reason": m.embedding_reason,
+        "generation": m.generation,
+        "reranking": m.reranking,
+    }
+
+
+def _file_errors(items: Iterable[tuple[str, str]]) -> list[wire.FileError]:
+    return [{"path": path, "message": message} for path, message in items]
+
+
+def folder_status(s: FolderStatus) -> wire.FolderStatus:
+    """A folder's status as ``citeline/status`` lists it (with its URI)."""
+    out: wire.FolderStatus = {
+        "uri": path_to_uri(s.docs),
+        "docs": str(s.docs),
+        "index": s.index,
+        "state": s.state,
+        "files": s.files,
+        "chunks": s.chunks,
+        "pending": s.pending,
+        "errors": _file_errors(s.errors),
+        "notes": _file_errors(s.notes),
+        "models": model_names(s.models),
+        "dimension": s.dimension,
+        "chunking": s.chunking,
+        "last_update": timestamp(s.last_update),
+        "collection": s.collection,
+        "generation": s.generation,
+        "read_only": s.read_only,
+        "paused": s.paused,
+    }
+    if s.message:
+        out["message"] = s.message
+    return out
+
+
+def unserved(u: Unserved) -> wire.UnservedFolder:
+    return {"uri": path_to_uri(u.root), "docs": str(u.root), "reason": u.reason}
+
+
+def reindex_report(root: Path, r: IngestReport) -> wire.ReindexFolderReport:
+    """A folder's ingest report (as ``citeline index --json`` prints it) with its URI."""
+    return {
+        "uri": path_to_uri(root),
+        "files": r.files,
+        "chunks": r.chunks,
+        "embedded": r.embedded,
+        "reused": r.reused,
+        "removed": r.removed,
+        "files_changed": r.files_changed,
+        "files_removed": r.files_removed,
+        "cancelled": r.cancelled,
+        "seconds": round(r.seconds, 3),
+        "errors": _file_errors(r.errors),
+        "notes": _file_errors(r.notes),
+    }
+
+
+def history_item(e: HistoryEntry) -> wire.HistoryItem:
+    return {
+        "id": e.id,
+        "time": e.time,
+        "folder": path_to_uri(e.folder),
+        "question": e.question,
+        "grade": e.grade,
+        "grade_label": e.grade_label,
+        "mode": e.mode,
+        "preview": e.preview,
+        "sources": e.sources,
+    }
+
+
+# -- a recorded answer: JSON as it was written, read back from the ask log ------------
+
+
 def located(
     item: Mapping[str, Any],
     root: Path,
@@ -66,11 +249,8 @@ def located(
     local_copy: str = "same",
     text: str | None = None,
 ) -> dict[str, Any]:
-    """A hit or citation JSON object with ``uri``, ``range``, ``folder`` and ``local_copy``
-    added.  When the folder's own copy of the file is not the indexed one (``local_copy``
-    "differs" or "missing"), the object also carries the passage's ``text`` (from the
-    index): clients show it, and its ``local_copy_note``, instead of jumping to lines
-    that may hold something else."""
+    """A recorded hit or citation (JSON) with ``uri``, ``range``, ``folder`` and
+    ``local_copy`` added, as :func:`hit` and :func:`citation` locate the core's."""
     page = item.get("page")
     page = page if isinstance(page, int) else None
     out = dict(item)
@@ -79,42 +259,32 @@ def located(
     if local_copy != "same" and text is not None:
         out["text"] = text
     out["uri"] = location_uri(root, str(item["path"]), page)
-    if page is not None:
-        out["range"] = line_range(None, None)
-    else:
-        out["range"] = line_range(
-            _int_or_none(item.get("start_line")), _int_or_none(item.get("end_line"))
-        )
+    out["range"] = _place(
+        page, _int_or_none(item.get("start_line")), _int_or_none(item.get("end_line"))
+    )
     out["folder"] = folder_uri
     return out
 
 
-def answer_json(
-    answer: Mapping[str, Any],
-    root: Path,
-    folder_uri: str,
-    copies: Mapping[str, str] | None = None,
-    passages: Mapping[int, str] | None = None,
-) -> wire.Answer:
-    """``Answer.to_json()`` with the folder, its mode label and fallback note, and every
-    citation and hit located; ``copies`` says per path whether the local file is the
-    indexed one, ``passages`` gives each citation's text by its ``n``."""
-    copies = copies or {}
-    passages = passages or {}
-    out = dict(answer)
+def recorded_answer(recorded: RecordedAnswer) -> wire.HistoryEntry:
+    """A past answer as it was given (the ask log keeps its JSON, in whatever shape
+    the version that wrote it had), located as :func:`answer` locates a new one."""
+    root, folder_uri = recorded.folder, path_to_uri(recorded.folder)
+    copies, passages = recorded.copies, recorded.passages
+    out = recorded.to_json()
     out["folder"] = folder_uri
-    mode, model = answer.get("mode"), answer.get("model")
+    mode, model = out.get("mode"), out.get("model")
     out["mode_label"] = wire.mode_label(mode, model)
-    out["fallback_note"] = wire.fallback_note(mode, answer.get("fallback"), answer.get("degraded"))
+    out["fallback_note"] = wire.fallback_note(mode, out.get("fallback"), out.get("degraded"))
     out["citations"] = [
         located(c, root, folder_uri, copies.get(str(c["path"]), "same"), passages.get(c["n"]))
-        for c in answer.get("citations") or []
+        for c in out.get("citations") or []
     ]
     out["hits"] = [
         located(h, root, folder_uri, copies.get(str(h["path"]), "same"))
-        for h in answer.get("hits") or []
+        for h in out.get("hits") or []
     ]
-    return cast(wire.Answer, out)
+    return cast(wire.HistoryEntry, out)
 
 
 def _int_or_none(value: object) -> int | None:
@@ -131,22 +301,22 @@ def md_escape(text: str) -> str:
     return _MD_SPECIAL.sub(lambda m: "\\" + (m.group(1) or m.group(2)), text)
 
 
-def link_target(hit: Mapping[str, Any]) -> str:
+def link_target(hit: wire.Hit) -> str:
     """Where a hover link points: ``uri#Lline`` for text, the ``#page=N`` URI for PDFs;
     the file alone when the local copy is not the indexed one (its lines may differ)."""
-    uri = str(hit["uri"])
-    if hit.get("local_copy", "same") != "same":
+    uri = hit["uri"]
+    if hit["local_copy"] != wire.LocalCopy.SAME:
         return uri.split("#", 1)[0]
-    if hit.get("page") is None and isinstance(hit.get("start_line"), int):
+    if hit["page"] is None and hit["start_line"] is not None:
         return f"{uri}#L{hit['start_line']}"
     return uri
 
 
-def link_label(hit: Mapping[str, Any]) -> str:
-    path = str(hit["path"])
-    if isinstance(hit.get("page"), int):
+def link_label(hit: wire.Hit) -> str:
+    path = hit["path"]
+    if hit["page"] is not None:
         return f"{path}, page {hit['page']}"
-    if isinstance(hit.get("start_line"), int):
+    if hit["start_line"] is not None:
         return f"{path}:{hit['start_line']}"
     return path
 
@@ -156,14 +326,14 @@ def snippet(text: str, limit: int = 240) -> str:
     return flat if len(flat) <= limit else flat[: limit - 1].rstrip() + "…"
 
 
-def hover_markdown(hits: Iterable[Mapping[str, Any]], *, markdown: bool = True) -> str:
+def hover_markdown(hits: Iterable[wire.Hit], *, markdown: bool = True) -> str:
     """Top passages, each a link to its place, its section and a short quote."""
     parts: list[str] = []
     for hit in hits:
-        section = str(hit.get("section") or "")
-        if note := hit.get("local_copy_note"):
+        section = hit["section"] or ""
+        if note := hit["local_copy_note"]:
             section += f" ({note})"
-        quote = snippet(str(hit.get("text") or ""))
+        quote = snippet(hit["text"])
         if markdown:
             head = f"**[{md_escape(link_label(hit))}]({link_target(hit)})**"
             if section:

@@ -7,26 +7,21 @@ The rule for which folders are served, and the file written, are the service's
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING
 
 from citeline import wire
-from citeline.lsp.convert import path_to_uri
-from citeline.lsp.errors import invalid_params, reported
-from citeline.lsp.params import folder_param, request_params
+from citeline.lsp.convert import folder_status
+from citeline.lsp.params import folder
+from citeline.lsp.routes import request
 
 if TYPE_CHECKING:
     from citeline.lsp.server import CitelineServer
 
-INDEX_FOLDER = wire.INDEX_FOLDER.name
-
 
 def register(ls: CitelineServer) -> None:
-    @ls.feature(INDEX_FOLDER)
-    @reported(INDEX_FOLDER)
-    async def index_folder(ls: CitelineServer, params: Any) -> wire.FolderStatus:
-        args = request_params(wire.INDEX_FOLDER, params)
-        folder = folder_param(INDEX_FOLDER, args, "folder")
-        if folder is None:
-            raise invalid_params(f"{INDEX_FOLDER}: 'folder' is required")
-        status = await ls.service.index_folder(folder)
-        return cast(wire.FolderStatus, {"uri": path_to_uri(status.docs), **status.to_json()})
+    @request(ls, wire.INDEX_FOLDER)
+    async def index_folder(ls: CitelineServer, params: wire.IndexFolderParams) -> wire.FolderStatus:
+        named = folder(params["folder"])
+        assert named is not None
+        status = await ls.service.index_folder(named)
+        return folder_status(status)

@@ -8,61 +8,39 @@ Reading, merging and comparing are the service's (``Service.history`` and friend
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING
 
 from citeline import wire
-from citeline.lsp.convert import answer_json, path_to_uri
-from citeline.lsp.errors import invalid_params, reported
-from citeline.lsp.params import folder_param, int_param, request_params, string_param
-from citeline.service.history import DEFAULT_LIMIT, MAX_LIMIT
+from citeline.lsp.convert import history_item, recorded_answer
+from citeline.lsp.params import folder
+from citeline.lsp.routes import request
+from citeline.service.history import DEFAULT_LIMIT
 
 if TYPE_CHECKING:
     from citeline.lsp.server import CitelineServer
 
-HISTORY = wire.HISTORY.name
-HISTORY_ENTRY = wire.HISTORY_ENTRY.name
-HISTORY_DELETE = wire.HISTORY_DELETE.name
-MAX_OFFSET = 1_000_000
-MAX_ID_CHARS = 64
-
-
-def _id_param(method: str, args: Any, *, required: bool) -> str | None:
-    value = string_param(method, args, "id", required=required)
-    if value is not None and (len(value) > MAX_ID_CHARS or not value.strip()):
-        raise invalid_params(f"{method}: 'id' must be a history entry's id")
-    return value
-
 
 def register(ls: CitelineServer) -> None:
-    @ls.feature(HISTORY)
-    @reported(HISTORY)
-    async def history(ls: CitelineServer, params: Any) -> wire.HistoryResult:
-        args = request_params(wire.HISTORY, params)
-        folder = folder_param(HISTORY, args, "folder")
-        query = string_param(HISTORY, args, "query", required=False)
-        limit = int_param(HISTORY, args, "limit", low=1, high=MAX_LIMIT) or DEFAULT_LIMIT
-        offset = int_param(HISTORY, args, "offset", low=0, high=MAX_OFFSET) or 0
-        found = await ls.service.history(folder, query or None, limit, offset)
-        entries = [{**e.to_json(), "folder": path_to_uri(e.folder)} for e in found.entries]
-        return wire.HistoryResult(entries=cast(list[wire.HistoryItem], entries), total=found.total)
-
-    @ls.feature(HISTORY_ENTRY)
-    @reported(HISTORY_ENTRY)
-    async def history_entry(ls: CitelineServer, params: Any) -> wire.HistoryEntry:
-        args = request_params(wire.HISTORY_ENTRY, params)
-        record_id = _id_param(HISTORY_ENTRY, args, required=True)
-        assert record_id is not None
-        recorded = await ls.service.history_entry(record_id)
-        root = recorded.folder
-        entry = answer_json(
-            recorded.to_json(), root, path_to_uri(root), recorded.copies, recorded.passages
+    @request(ls, wire.HISTORY)
+    async def history(ls: CitelineServer, params: wire.HistoryParams) -> wire.HistoryResult:
+        found = await ls.service.history(
+            folder(params.get("folder")),
+            params.get("query") or None,
+            params.get("limit", DEFAULT_LIMIT),
+            params.get("offset", 0),
         )
-        return cast(wire.HistoryEntry, entry)
+        entries = [history_item(e) for e in found.entries]
+        return wire.HistoryResult(entries=entries, total=found.total)
 
-    @ls.feature(HISTORY_DELETE)
-    @reported(HISTORY_DELETE)
-    async def history_delete(ls: CitelineServer, params: Any) -> wire.HistoryDeleteResult:
-        args = request_params(wire.HISTORY_DELETE, params)
-        record_id = _id_param(HISTORY_DELETE, args, required=False)
-        folder = folder_param(HISTORY_DELETE, args, "folder")
-        return wire.HistoryDeleteResult(deleted=await ls.service.delete_history(record_id, folder))
+    @request(ls, wire.HISTORY_ENTRY)
+    async def history_entry(
+        ls: CitelineServer, params: wire.HistoryEntryParams
+    ) -> wire.HistoryEntry:
+        return recorded_answer(await ls.service.history_entry(params["id"]))
+
+    @request(ls, wire.HISTORY_DELETE)
+    async def history_delete(
+        ls: CitelineServer, params: wire.HistoryDeleteParams
+    ) -> wire.HistoryDeleteResult:
+        deleted = await ls.service.delete_history(params.get("id"), folder(params.get("folder")))
+        return wire.HistoryDeleteResult(deleted=deleted)

@@ -9,36 +9,31 @@ folder's status, as ``citeline/status`` lists it.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING
 
 from citeline import wire
-from citeline.lsp.convert import path_to_uri
-from citeline.lsp.errors import reported
-from citeline.lsp.params import folder_param, request_params
+from citeline.lsp.convert import folder_status
+from citeline.lsp.params import folder
+from citeline.lsp.routes import request
 
 if TYPE_CHECKING:
     from citeline.lsp.server import CitelineServer
     from citeline.service.folders import Folder
 
-PAUSE = wire.PAUSE_INDEXING.name
-RESUME = wire.RESUME_INDEXING.name
-
 
 def _folders_json(ls: CitelineServer, folders: list[Folder]) -> wire.PauseIndexingResult:
-    statuses = (ls.service.folder_status(f) for f in folders)
-    listed = [{"uri": path_to_uri(s.docs), **s.to_json()} for s in statuses]
-    return {"folders": cast(list[wire.FolderStatus], listed)}
+    return {"folders": [folder_status(ls.service.folder_status(f)) for f in folders]}
 
 
 def register(ls: CitelineServer) -> None:
-    @ls.feature(PAUSE)
-    @reported(PAUSE)
-    async def pause(ls: CitelineServer, params: Any) -> wire.PauseIndexingResult:
-        args = request_params(wire.PAUSE_INDEXING, params)
-        return _folders_json(ls, ls.service.pause(folder_param(PAUSE, args, "folder")))
+    @request(ls, wire.PAUSE_INDEXING)
+    async def pause(
+        ls: CitelineServer, params: wire.PauseIndexingParams
+    ) -> wire.PauseIndexingResult:
+        return _folders_json(ls, ls.service.pause(folder(params.get("folder"))))
 
-    @ls.feature(RESUME)
-    @reported(RESUME)
-    async def resume(ls: CitelineServer, params: Any) -> wire.PauseIndexingResult:
-        args = request_params(wire.RESUME_INDEXING, params)
-        return _folders_json(ls, ls.service.resume(folder_param(RESUME, args, "folder")))
+    @request(ls, wire.RESUME_INDEXING)
+    async def resume(
+        ls: CitelineServer, params: wire.PauseIndexingParams
+    ) -> wire.PauseIndexingResult:
+        return _folders_json(ls, ls.service.resume(folder(params.get("folder"))))

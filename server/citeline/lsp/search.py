@@ -2,35 +2,31 @@
 
 Searching (which folders, merging, threads) is the service's (``Service.search``).
 Hover searches with the selection the client sends in ``params.citeline.selection``,
-else the sentence under the cursor, else the line, and answers Markdown with the
-top passages.
+else the sentence under the cursor, else the line (``service/hover.py``), and answers
+Markdown with the top passages.
 """
 
 from __future__ import annotations
 
 import logging
-import re
-from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING
 from urllib.parse import unquote
 
 from lsprotocol import types
 
 from citeline import wire
-from citeline.lsp.convert import hover_markdown, located, path_to_uri, uri_to_path
-from citeline.lsp.errors import reported
-from citeline.lsp.params import folder_param, int_param, request_params, string_param
+from citeline.lsp.convert import hit, hover_markdown, path_to_uri, uri_to_path
+from citeline.lsp.params import folder
+from citeline.lsp.routes import lsp_request, request
+from citeline.service.hover import MAX_QUERY_CHARS, hover_query
 
 if TYPE_CHECKING:
     from citeline.lsp.server import CitelineServer
 
 log = logging.getLogger(__name__)
 
-SEARCH = wire.SEARCH.name
-MAX_K = 100
 HOVER_PASSAGES = 3
-MAX_QUERY_CHARS = 1000
 
 
 async def search_request(
@@ -38,55 +34,10 @@ async def search_request(
 ) -> list[wire.Hit]:
     """The hits as the client gets them: with ``uri``, ``range`` and ``folder``."""
     found = await ls.service.search(query, k, folder, rerank=rerank)
-    return [
-        cast(
-            wire.Hit,
-            located(f.hit.to_json(), f.folder.root, path_to_uri(f.folder.root), f.local_copy),
-        )
-        for f in found
-    ]
+    return [hit(f.hit, f.folder.root, path_to_uri(f.folder.root), f.local_copy) for f in found]
 
 
 # -- hover ---------------------------------------------------------------------
-
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|(?<=[。！？])")
-_LINE_MARKUP = re.compile(r"^\s*(?:#{1,6}|[-*+>]|\d+[.)]|\|)\s*")
-
-
-def _clean(text: str) -> str:
-    return " ".join(_LINE_MARKUP.sub("", line) for line in text.split("\n")).strip()
-
-
-def hover_query(lines: Sequence[str], line: int, column: int) -> str:
-    """The sentence under the cursor, or its line when that is all there is; '' if blank."""
-    if not 0 <= line < len(lines):
-        return ""
-    current = lines[line].rstrip("\r\n")
-    if not current.strip():
-        return ""
-    # The paragraph around the cursor: the non-blank lines next to it.
-    first = line
-    while first > 0 and lines[first - 1].strip() and line - first < 20:
-        first -= 1
-    last = line
-    while last + 1 < len(lines) and lines[last + 1].strip() and last - line < 20:
-        last += 1
-    paragraph = [lines[i].rstrip("\r\n") for i in range(first, last + 1)]
-    offset = sum(len(text) + 1 for text in paragraph[: line - first]) + min(
-        max(column, 0), len(current)
-    )
-    joined = "\n".join(paragraph)
-    start = 0
-    for match in _SENTENCE_END.finditer(joined):
-        if match.start() >= offset:
-            break
-        start = match.end()
-    end_match = _SENTENCE_END.search(joined, max(offset, start))
-    end = end_match.start() if end_match else len(joined)
-    sentence = _clean(joined[start:end])
-    if len(sentence.split()) >= 3 or (sentence and len(sentence) >= 8):
-        return sentence[:MAX_QUERY_CHARS]
-    return _clean(current)[:MAX_QUERY_CHARS]
 
 
 async def _cursor_text(ls: CitelineServer, params: types.HoverParams) -> str:
@@ -121,29 +72,25 @@ def _client_markdown(ls: CitelineServer) -> bool:
     return formats is None or types.MarkupKind.Markdown in formats
 
 
-def _at_cursor(hit: wire.Hit, params: types.HoverParams) -> bool:
+def _at_cursor(found: wire.Hit, params: types.HoverParams) -> bool:
     """Whether a hit is the very passage being hovered (not worth showing)."""
     here = uri_to_path(params.text_document.uri)
-    there = uri_to_path(str(hit["uri"]))
+    there = uri_to_path(found["uri"])
     if here is None or there is None or here != there:
         return False
-    rng = hit["range"]
+    rng = found["range"]
     return bool(rng["start"]["line"] <= params.position.line < rng["end"]["line"])
 
 
 def register(ls: CitelineServer) -> None:
-    @ls.feature(SEARCH)
-    @reported(SEARCH)
-    async def search(ls: CitelineServer, params: Any) -> wire.SearchResult:
-        args = request_params(wire.SEARCH, params)
-        query = string_param(SEARCH, args, "query", required=True)
-        assert query is not None
-        k = int_param(SEARCH, args, "k", low=1, high=MAX_K)
-        folder = folder_param(SEARCH, args, "folder")
-        return wire.SearchResult(hits=await search_request(ls, query, k, folder))
+    @request(ls, wire.SEARCH)
+    async def search(ls: CitelineServer, params: wire.SearchParams) -> wire.SearchResult:
+        hits = await search_request(
+            ls, params["query"], params.get("k"), folder(params.get("folder"))
+        )
+        return wire.SearchResult(hits=hits)
 
-    @ls.feature(types.TEXT_DOCUMENT_HOVER)
-    @reported(types.TEXT_DOCUMENT_HOVER)
+    @lsp_request(ls, types.TEXT_DOCUMENT_HOVER)
     async def hover(ls: CitelineServer, params: types.HoverParams) -> types.Hover | None:
         extras = ls.protocol.hover_extras()
         if not len(ls.service.folders):

@@ -37,6 +37,7 @@ from citeline.lsp import (
 )
 from citeline.lsp import tcp as tcp_server
 from citeline.lsp.attach import AttachPoint, find_daemon, proxy, read_initialize, window_folders
+from citeline.lsp.convert import uri_to_path
 from citeline.lsp.diagnostics import DiagnosticsPublisher
 from citeline.lsp.logs import ClientLogHandler, configure_logging
 from citeline.lsp.progress import WorkDone
@@ -45,6 +46,7 @@ from citeline.lsp.status import StatusNotifier
 from citeline.service.events import Progress
 from citeline.service.folders import Folder
 from citeline.service.service import Service
+from citeline.service.session import EditorSession
 from citeline.service.workspace import Backends
 from citeline.stdio import protocol_streams
 
@@ -84,12 +86,10 @@ class CitelineServer(LanguageServer):
             converter_factory=json_converter,
         )
         self.protocol: CitelineProtocol
-        self.cli_docs = [Path(d).expanduser().absolute() for d in docs]
-        self.editor_settings: dict[str, Any] = {}
-        self.folders_setting: list[Path] | None = None
-        self.workspace_roots: list[Path] = []
-        self.deferred_warnings: list[str] = []
+        self.deferred_warnings: list[str] = []  # until the client can show them
         self.service = Service(backends, events=self)
+        # The editor's settings and folders, and the policy for them (the service's).
+        self.session = EditorSession(self.service, docs, uri_to_path)
         self.status = StatusNotifier(self)
         self.diagnostics = DiagnosticsPublisher(self)
         self._log_handler: ClientLogHandler | None = None
@@ -97,12 +97,6 @@ class CitelineServer(LanguageServer):
         self.attach_point: AttachPoint | None = None
         # Set by the transport: how `exit` ends it (with the process exit status).
         self.exit_requested: Callable[[int], None] = lambda code: None
-
-    def choose_folders(self) -> None:
-        """Tell the service what the editor opened (the workspace folders), what the
-        user named (--docs) and the ``folders`` setting: it serves what the
-        folder-selection rule picks (``service/selection.py``)."""
-        self.service.choose(self.workspace_roots, self.cli_docs, self.folders_setting)
 
     # -- the transport's events --------------------------------------------------------
 

@@ -1,88 +1,35 @@
 """What the editor tells the server about itself: folders, settings, saves, shutdown.
 
-Folders come from the workspace folders (or the root URI), served only when they
-hold ``citeline.toml`` or ``.citeline/``, or from the ``folders`` setting when it
-is set, plus ``citeline serve --docs`` (the rule is the service's:
-``service/selection.py``).  Settings
-come from ``initializationOptions``, then ``workspace/configuration`` (section
-``citeline``) when the client offers it, then each
-``workspace/didChangeConfiguration``; they are the top layer over defaults and
-each folder's ``citeline.toml``.  Invalid values are shown as warnings and the
-layer below is used.
+This module reads the client's facts and passes them to the service's
+:class:`~citeline.service.session.EditorSession`, which holds the policy: the
+workspace folders (or the root URI) as paths; ``initializationOptions``, then
+``workspace/configuration`` (section ``citeline``) when the client offers it,
+then each ``workspace/didChangeConfiguration``.  Which folders are served and how
+the settings layer are the service's (``service/session.py``,
+``service/selection.py``); the warnings it returns are shown to the user.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from lsprotocol import types
 
 from citeline.lsp.convert import uri_to_path
-from citeline.lsp.errors import log_failures
+from citeline.lsp.routes import notification
+from citeline.service.session import SECTION
 
 if TYPE_CHECKING:
     from citeline.lsp.server import CitelineServer
 
 log = logging.getLogger(__name__)
 
-SECTION = "citeline"
 CONFIGURATION_TIMEOUT = 5.0
 SHUTDOWN_TIMEOUT = 15.0
-
-
-_SCHEME = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]+:")
-
-
-def _folder_path(value: str) -> Path | None:
-    """A folder named by a path or a file:// URI; None for other URIs."""
-    if _SCHEME.match(value):
-        return uri_to_path(value)
-    return Path(value).expanduser().absolute()
-
-
-def split_options(
-    options: object, where: str
-) -> tuple[dict[str, Any], list[Path] | None, list[str]]:
-    """Editor settings -> (the settings layer, the ``folders`` setting or None, warnings)."""
-    if options is None:
-        return {}, None, []
-    if not isinstance(options, Mapping):
-        return {}, None, [f"{where} must be an object; ignored"]
-    section = options.get(SECTION)
-    if set(options) == {SECTION} and isinstance(section, Mapping):
-        options = section
-    layer: dict[str, Any] = {str(k): v for k, v in options.items()}
-    value = layer.pop("folders", None)
-    if value is None:
-        return layer, None, []
-    if isinstance(value, str):
-        value = [value]
-    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-        return layer, None, ["setting 'folders' must be a list of paths; ignored"]
-    folders: list[Path] = []
-    warnings: list[str] = []
-    for item in value:
-        path = _folder_path(item)
-        if path is None:
-            warnings.append(f"setting 'folders': {item!r} is not a local path; ignored")
-        else:
-            folders.append(path)
-    return layer, folders or None, warnings
-
-
-def merge_layers(base: Mapping[str, Any], top: Mapping[str, Any]) -> dict[str, Any]:
-    out = dict(base)
-    for key, value in top.items():
-        if isinstance(value, Mapping) and isinstance(out.get(key), Mapping):
-            out[key] = merge_layers(out[key], value)
-        else:
-            out[key] = value
-    return out
 
 
 def _client_has_configuration(ls: CitelineServer) -> bool:
@@ -113,49 +60,33 @@ async def _pull_configuration(ls: CitelineServer) -> object:
     return None
 
 
+def _paths(uris: Iterable[str]) -> list[Path]:
+    return [path for uri in uris if (path := uri_to_path(uri)) is not None]
+
+
 def register(ls: CitelineServer) -> None:
     @ls.feature(types.INITIALIZE)
     def initialize(ls: CitelineServer, params: types.InitializeParams) -> None:
-        layer, folders, warnings = split_options(
-            params.initialization_options, "initializationOptions"
-        )
-        ls.editor_settings = layer
-        ls.folders_setting = folders
-        ls.deferred_warnings.extend(warnings)
-        roots: list[Path] = []
-        for folder in params.workspace_folders or []:
-            path = uri_to_path(folder.uri)
-            if path is not None:
-                roots.append(path)
+        roots = _paths(f.uri for f in params.workspace_folders or [])
         if not roots and params.root_uri:
-            path = uri_to_path(params.root_uri)
-            if path is not None:
-                roots.append(path)
+            roots = _paths([params.root_uri])
         if not roots and params.root_path:
-            roots.append(Path(params.root_path))
-        ls.workspace_roots = roots
+            roots = [Path(params.root_path)]
+        ls.deferred_warnings.extend(ls.session.initialize(params.initialization_options, roots))
         client = params.client_info.name if params.client_info else "an unnamed client"
         log.info("initialized by %s", client)
 
-    @ls.feature(types.INITIALIZED)
-    @log_failures(types.INITIALIZED)
+    @notification(ls, types.INITIALIZED)
     async def initialized(ls: CitelineServer, params: types.InitializedParams) -> None:
         ls.attach_client_log(asyncio.get_running_loop())
         ls.status.enabled = True
-        pulled = await _pull_configuration(ls)
-        if pulled is not None:
-            layer, folders, warnings = split_options(pulled, "workspace/configuration")
-            ls.editor_settings = merge_layers(ls.editor_settings, layer)
-            ls.folders_setting = folders or ls.folders_setting
-            ls.deferred_warnings.extend(warnings)
+        ls.deferred_warnings.extend(ls.session.pulled(await _pull_configuration(ls)))
         ls.show_warnings(None, ls.deferred_warnings)
         ls.deferred_warnings.clear()
-        ls.service.settings_changed(ls.editor_settings)
-        ls.choose_folders()
+        ls.session.apply()
         ls.status.changed(immediate=True)
 
-    @ls.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
-    @log_failures(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
+    @notification(ls, types.WORKSPACE_DID_CHANGE_CONFIGURATION)
     async def did_change_configuration(
         ls: CitelineServer, params: types.DidChangeConfigurationParams
     ) -> None:
@@ -166,25 +97,16 @@ def register(ls: CitelineServer) -> None:
             options = await _pull_configuration(ls)
             if options is None:
                 return
-        layer, folders, warnings = split_options(options, "settings.citeline")
-        ls.editor_settings = layer
-        ls.folders_setting = folders
-        ls.show_warnings(None, warnings)
-        ls.service.settings_changed(layer)
-        ls.choose_folders()
+        ls.show_warnings(None, ls.session.changed(options))
+        ls.session.apply()
 
     @ls.feature(types.WORKSPACE_DID_CHANGE_WORKSPACE_FOLDERS)
     def did_change_workspace_folders(
         ls: CitelineServer, params: types.DidChangeWorkspaceFoldersParams
     ) -> None:
-        removed = {str(uri_to_path(f.uri)) for f in params.event.removed}
-        roots = [r for r in ls.workspace_roots if str(r) not in removed]
-        for folder in params.event.added:
-            path = uri_to_path(folder.uri)
-            if path is not None and path not in roots:
-                roots.append(path)
-        ls.workspace_roots = roots
-        ls.choose_folders()
+        ls.session.folders_changed(
+            _paths(f.uri for f in params.event.added), _paths(f.uri for f in params.event.removed)
+        )
 
     @ls.feature(types.TEXT_DOCUMENT_DID_SAVE)
     def did_save(ls: CitelineServer, params: types.DidSaveTextDocumentParams) -> None:
@@ -201,8 +123,7 @@ def register(ls: CitelineServer) -> None:
     def did_close(ls: CitelineServer, params: types.DidCloseTextDocumentParams) -> None:
         return None
 
-    @ls.feature(types.SHUTDOWN)
-    @log_failures(types.SHUTDOWN)
+    @notification(ls, types.SHUTDOWN)
     async def shutdown(ls: CitelineServer, params: None) -> None:
         log.info("shutting down")
         ls.status.enabled = False

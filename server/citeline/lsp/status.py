@@ -11,30 +11,26 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING
 
 from citeline import wire
-from citeline.lsp.convert import path_to_uri
-from citeline.lsp.errors import reported
-from citeline.lsp.params import request_params
+from citeline.lsp import convert
+from citeline.lsp.routes import request
 
 if TYPE_CHECKING:
     from citeline.lsp.server import CitelineServer
 
 log = logging.getLogger(__name__)
 
-STATUS = wire.STATUS.name
 NOTIFY_INTERVAL = 0.25
 
 
 def status_json(ls: CitelineServer) -> wire.StatusResult:
     status = ls.service.status()
-    folders = [{"uri": path_to_uri(f.docs), **f.to_json()} for f in status.folders]
-    unserved = [{"uri": path_to_uri(u.root), **u.to_json()} for u in status.unserved]
     return wire.StatusResult(
-        folders=cast(list[wire.FolderStatus], folders),
-        models=cast(wire.ModelNames, status.models.to_json()),
-        unserved=cast(list[wire.UnservedFolder], unserved),
+        folders=[convert.folder_status(f) for f in status.folders],
+        models=convert.model_names(status.models),
+        unserved=[convert.unserved(u) for u in status.unserved],
     )
 
 
@@ -64,12 +60,10 @@ class StatusNotifier:
         if status == self._last or not (status["folders"] or status["unserved"]):
             return  # nothing to report until a folder is open (or one is not served)
         self._last = status
-        self.ls.protocol.notify(STATUS, status)
+        self.ls.protocol.notify(wire.STATUS.name, status)
 
 
 def register(ls: CitelineServer) -> None:
-    @ls.feature(STATUS)
-    @reported(STATUS)
-    async def status(ls: CitelineServer, params: Any) -> wire.StatusResult:
-        request_params(wire.STATUS, params)
+    @request(ls, wire.STATUS)
+    async def status(ls: CitelineServer, params: None) -> wire.StatusResult:
         return status_json(ls)

@@ -70,7 +70,7 @@ class FolderStatus:
             "models": self.models.to_json(),
             "dimension": self.dimension,
             "chunking": self.chunking,
-            "last_update": _timestamp(self.last_update),
+            "last_update": timestamp(self.last_update),
             "collection": self.collection,
             "generation": self.generation,
             "read_only": self.read_only,
@@ -81,7 +81,7 @@ class FolderStatus:
         return out
 
 
-def _timestamp(seconds: float | None) -> str | None:
+def timestamp(seconds: float | None) -> str | None:
     if seconds is None:
         return None
     return time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(seconds))

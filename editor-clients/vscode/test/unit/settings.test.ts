@@ -95,15 +95,16 @@ test('answer.mode: auto, extractive or generative, default auto; applies without
   assert.deepEqual(buildServerSettings((k) => (k === 'answer.mode' ? 'generative' : undefined)).settings, { answer: { mode: 'generative' } });
 });
 
-test('restart: server command, models, folders, chunking; not the retrieval knobs', () => {
+test('restart: only the server command; the server applies its own settings live', () => {
   const affects = (changed: string[]) => (key: string) => changed.includes(key);
   assert.equal(needsRestart(affects(['citeline.server.command'])), true);
   assert.equal(needsRestart(affects(['citeline.server.python'])), true);
-  assert.equal(needsRestart(affects(['citeline.generation.model'])), true);
-  assert.equal(needsRestart(affects(['citeline.folders'])), true);
+  assert.equal(needsRestart(affects(['citeline.generation.model'])), false);
+  assert.equal(needsRestart(affects(['citeline.embedding.model', 'citeline.chunking.maxCost'])), false);
+  assert.equal(needsRestart(affects(['citeline.folders'])), false);
   assert.equal(needsRestart(affects(['citeline.search.topK'])), false);
   assert.equal(needsRestart(affects(['citeline.answer.minScore', 'citeline.hover.mode'])), false);
-  assert.ok(RESTART_KEYS.includes('embedding.model'));
+  assert.deepEqual(RESTART_KEYS, ['server.command', 'server.python']);
 });
 
 test('expandPath: ~, ${workspaceFolder}, relative', () => {

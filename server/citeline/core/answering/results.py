@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 
 from citeline.core.answering.language import message
-from citeline.core.documents import Hit
+from citeline.core.documents import SECONDS_DIGITS, Hit, rounded
 
 # The answer's vocabulary, as it goes on the wire (``citeline.wire``, docs/lsp-extensions.md).
 # Each is a ``str``: its JSON is the value.
@@ -75,7 +75,7 @@ class Citation:
             "page": self.page,
             "start_line": self.start_line,
             "end_line": self.end_line,
-            "score": round(self.score, 6),
+            "score": rounded(self.score),
             "cited": self.cited,
         }
 
@@ -151,8 +151,8 @@ class Answer:
             "refusal": self.refusal,
             "generator_called": self.generator_called,
             "degraded": self.degraded,
-            "confidence": None if self.confidence is None else round(self.confidence, 4),
+            "confidence": rounded(self.confidence, SECONDS_DIGITS),
             "citations": [c.to_json() for c in self.citations],
             "hits": [h.to_json() for h in self.hits],
-            "timings": {k: (None if v is None else round(v, 4)) for k, v in self.timings.items()},
+            "timings": {k: rounded(v, SECONDS_DIGITS) for k, v in self.timings.items()},
         }

@@ -3,9 +3,10 @@
 An extractive answer is made of units taken verbatim from the evidence, so a unit
 must read well on its own and be exactly the source's words:
 
-- prose is cut into sentences, in English (``.``, ``!``, ``?`` followed by a space
-  and not after an abbreviation, an initial or inside a number or a file name such
-  as ``pg_hba.conf``) and in Chinese (after ``。！？；``, closing quotes included);
+- prose is cut into sentences (``core/sentences.py``: in English after ``.``, ``!``,
+  ``?`` followed by a space and not after an abbreviation, an initial or inside a
+  number or a file name such as ``pg_hba.conf``; in Chinese after ``。！？；``,
+  closing quotes included);
 - each list item is a unit (its wrapped lines joined); the line that introduces
   the list is kept as the item's ``lead``;
 - each table row is a unit, with the table's header row as its ``lead``;
@@ -21,7 +22,8 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
-from citeline.core.scripts import CJK_CHAR, CJK_PUNCTUATION, WIDE_CHAR
+from citeline.core.scripts import CJK_PUNCTUATION, WIDE_CHAR
+from citeline.core.sentences import ends_like_a_sentence, split_sentences
 
 UnitKind = Literal["sentence", "item", "row", "code"]
 
@@ -49,78 +51,9 @@ class Unit:
         return self.text
 
 
-_ENDS_LIKE_A_SENTENCE = re.compile(r"[.!?。！？；;:：)）\]\"'”’`]\s*$")
-
-
 def is_fragment(unit: Unit) -> bool:
     """A line that does not end like a sentence: a term being defined, a heading, a label."""
-    return unit.kind == "sentence" and not _ENDS_LIKE_A_SENTENCE.search(unit.text)
-
-
-# -- sentences -----------------------------------------------------------------
-
-# Words after which a full stop does not end a sentence (lower case, no dot).
-_ABBREVIATION_WORDS = """
-e.g i.e eg ie vs cf al approx ca fig figs eq eqs no nos vol pp p ch sec mr mrs
-ms dr prof sr jr st mt inc ltd co corp dept est jan feb mar apr jun jul aug sep
-sept oct nov dec resp viz
-"""
-_ABBREVIATIONS = frozenset(_ABBREVIATION_WORDS.split())
-# A candidate end: terminal punctuation, closing quotes or brackets, then space.
-_LATIN_END = re.compile(r"[.!?]+[\"'”’)\]]*(?=\s)")
-# Chinese, Japanese: full-width terminators end a sentence without a space; so do
-# ASCII ! and ? directly followed by a CJK character.
-_CJK_END = re.compile(r"(?:[。！？；]+|[!?]+(?=" + CJK_CHAR + r"))[”’」』）)\]]*")
-_OPENING_QUOTES = frozenset("“‘「『")
-_WORD_BEFORE = re.compile(r"(\S+)$")
-_NEXT_START = re.compile(r"\s*(\S)")
-
-
-def _ends_sentence(text: str, end: int) -> bool:
-    """Whether the Latin terminator that closes at ``end`` ends a sentence."""
-    head = text[:end].rstrip("\"'”’)]")
-    if not head.endswith("."):
-        return _next_starts_sentence(text, end)
-    match = _WORD_BEFORE.search(head[:-1])
-    word = match.group(1) if match else ""
-    bare = word.lstrip("(\"'“‘[").lower()
-    if bare in _ABBREVIATIONS:
-        return False
-    if len(bare) == 1 and bare.isalpha():  # an initial: "J. Smith"
-        return False
-    if "." in bare and all(len(part) <= 2 for part in bare.split(".")):  # "u.s", "a.m"
-        return False
-    return _next_starts_sentence(text, end)
-
-
-def _next_starts_sentence(text: str, end: int) -> bool:
-    match = _NEXT_START.match(text, end)
-    if match is None:
-        return True
-    first = match.group(1)
-    return not first.islower()
-
-
-def split_sentences(text: str) -> list[str]:
-    """The sentences of one paragraph, verbatim, without surrounding whitespace."""
-    cuts: set[int] = set()
-    for match in _LATIN_END.finditer(text):
-        if _ends_sentence(text, match.end()):
-            cuts.add(match.end())
-    for match in _CJK_END.finditer(text):
-        if text[match.start() - 1 : match.start()] not in _OPENING_QUOTES:
-            cuts.add(match.end())  # (a quoted terminator, “。”, is named, not used)
-    sentences: list[str] = []
-    start = 0
-    for cut in sorted(cuts):
-        piece = text[start:cut].strip()
-        if piece:
-            sentences.append(piece)
-        start = cut
-    rest = text[start:].strip()
-    if rest:
-        sentences.append(rest)
-    return sentences
+    return unit.kind == "sentence" and not ends_like_a_sentence(unit.text)
 
 
 # -- blocks --------------------------------------------------------------------

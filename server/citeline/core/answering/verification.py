@@ -25,7 +25,8 @@ from dataclasses import dataclass, field
 
 from citeline.core import keywords
 from citeline.core.answering.results import Evidence
-from citeline.core.answering.units import split_sentences, split_units
+from citeline.core.answering.units import split_units
+from citeline.core.sentences import split_sentences
 
 _MARKER = re.compile(r"\[(\d{1,3})\]")
 

@@ -60,6 +60,7 @@ from typing import Any
 
 from citeline.core.documents import Block, LoadError, SourceDocument
 from citeline.core.scripts import WIDE_CHAR
+from citeline.core.sentences import first_sentence_end
 
 logger = logging.getLogger(__name__)
 
@@ -439,7 +440,6 @@ def _blocks(pages: list[_Page], entries: list[_Entry]) -> list[Block]:
 # A page's last block that ends like this stops mid-sentence ("…plain text and").
 _MID_SENTENCE_END = re.compile(r"[a-z\u00df-\u00ff,\u00ad-]$")
 _MIN_CUT_WORDS = 6  # fewer: a heading alone at the foot of a page, not a sentence
-_SENTENCE_END = re.compile(r"[.!?。！？]['\")’”」』）)]*(?=\s|$)|[。！？]")
 
 
 def _join_page_breaks(blocks: list[Block]) -> list[Block]:
@@ -459,8 +459,8 @@ def _join_page_breaks(blocks: list[Block]) -> list[Block]:
         ):
             out.append(block)
             continue
-        end = _SENTENCE_END.search(block.text)
-        cut = end.end() if end else len(block.text)
+        end = first_sentence_end(block.text)  # the rule quotes follow (core/sentences.py)
+        cut = end if end is not None else len(block.text)
         out[-1] = replace(last, text=_unwrap([last.text, block.text[:cut]]))
         rest = block.text[cut:].strip()
         if rest:
