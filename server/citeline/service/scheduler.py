@@ -86,6 +86,9 @@ class IngestScheduler:
         self.workers = workers
         self.events = events
         self.open_workspace = open_workspace
+        #: Called (on the loop) after a whole-folder batch that changed or removed files:
+        #: the documents' model choice may have changed with them.
+        self.documents_changed: Callable[[Folder], None] | None = None
         self._tasks: set[asyncio.Task[None]] = set()
 
     def schedule(
@@ -404,6 +407,9 @@ class IngestScheduler:
                     shown.report(None, f"paused · {queue.pending_count} files waiting")
             elif shown is not None:
                 shown.end(("cancelled: " if report.cancelled else "") + summary)
+            changed = report.files_changed or report.files_removed
+            if paths is None and changed and self.documents_changed is not None:
+                self.documents_changed(folder)
         finally:
             queue.running = False
             queue.in_flight = 0
