@@ -97,6 +97,15 @@ def test_a_start_takes_the_recorded_decision_without_reading_the_folder(
     assert choose_embedding_model(docs, index, recorded=True).model == E5
 
 
+def test_the_recorded_decision_is_read_from_the_start_of_the_record(tmp_path: Path) -> None:
+    docs, index = folder(tmp_path, {'odd ", "files": {}.md': CHINESE, "a.md": ENGLISH})
+    found = choose_embedding_model(docs, index)
+    assert choice._recorded_decision(index / CHOICE_FILE) == found == recorded_choice(index)
+    (index / CHOICE_FILE).write_text('{"version": 1, "model": "x"', "utf-8")  # damaged
+    assert choice._recorded_decision(index / CHOICE_FILE) is None
+    assert choose_embedding_model(docs, index, recorded=True) == found  # read again
+
+
 def test_a_recorded_fallback_is_decided_again(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
