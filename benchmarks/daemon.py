@@ -435,10 +435,18 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         f"first search at ready {first_search * 1000:.0f} ms; settled {settled:.2f} s later",
         flush=True,
     )
+    cpu = {"before": cpu_seconds(client.pid)}
     search = await measure_search(client, words, args.queries)
+    cpu["search"] = cpu_seconds(client.pid)
     print(f"search  {percentiles(search)}", flush=True)
     hover = await measure_hover(client, cache / "probe.md", words, args.queries)
+    cpu["hover"] = cpu_seconds(client.pid)
     print(f"hover   {percentiles(hover)}", flush=True)
+    # The daemon's CPU time per request (all its threads): what the load bends least.
+    daemon_cpu_ms = {
+        "search": round((cpu["search"] - cpu["before"]) / args.queries * 1000, 1),
+        "hover": round((cpu["hover"] - cpu["search"]) / args.queries * 1000, 1),
+    }
     saves = await measure_saves(client, docs, words, args.edits)
     print(f"save→searchable {percentiles(saves)}", flush=True)
     cold: dict[str, Any] | None = None
@@ -463,6 +471,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     ask_seconds = time.perf_counter() - ask_started
     after_ask = memory(client.pid)
     await client.stop()
+    profiled = profile(docs, words, args.queries) if args.profile else None
     return {
         "files": folder["files"],
         "chunks": folder["chunks"],
@@ -479,9 +488,150 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         "ask_seconds": round(ask_seconds, 2),
         "ask_generator_called": answer["generator_called"],
         "cold_index": cold,
+        "profile": profiled,
+        "daemon_cpu_ms": daemon_cpu_ms,
         "load_average": [round(load_before, 2), round(os.getloadavg()[0], 2)],
         "cpus": os.cpu_count(),
     }
+
+
+# -- where the time and memory go (--profile) --------------------------------------
+
+
+def resident_mb() -> float:
+    return memory(os.getpid())["rss_mb"]
+
+
+def imports_seconds(module: str) -> float:
+    """Wall seconds a fresh interpreter takes to import ``module`` (bytecode as set up)."""
+    code = f"import time; t = time.perf_counter(); import {module}; print(time.perf_counter() - t)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    return float(out.stdout.strip())
+
+
+def profile(docs: Path, words: Sequence[str], n: int) -> dict[str, Any]:
+    """The daemon's work done in this process, step by step: where a start's time and
+    memory go, and each stage of a search and a hover (median and p95 of ``n``)."""
+    from citeline.app import ModelPool, open_workspace
+    from citeline.core import keywords
+    from citeline.core.retrieval import rrf
+    from citeline.lsp.convert import hover_markdown, located, path_to_uri
+    from citeline.settings import load_settings
+
+    out: dict[str, Any] = {"imports_s": {}}
+    for module in ("lsprotocol.types", "pygls.lsp.server", "citeline.lsp.server", "faiss"):
+        out["imports_s"][module] = round(imports_seconds(module), 3)
+    rss = [("start", resident_mb())]
+    settings, _ = load_settings(docs)
+    models = ModelPool()
+    started = time.perf_counter()
+    embedder = models.embedder(settings.embedding)
+    model_s = time.perf_counter() - started
+    rss.append(("embedding model loaded", resident_mb()))
+    started = time.perf_counter()
+    workspace = open_workspace(docs, settings, models)
+    open_s = time.perf_counter() - started
+    rss.append(("index open", resident_mb()))
+    out["start_s"] = {"embedding_model": round(model_s, 3), "open_index": round(open_s, 3)}
+    retriever = workspace.retriever
+    index = workspace.index
+    pool = max(settings.retrieval.candidates, 10)
+    root_uri = path_to_uri(workspace.docs_root)
+
+    def stages(query: str, k: int, hover: bool) -> dict[str, tuple[float, float]]:
+        """Each step's (wall, process CPU) milliseconds, the steps run one after another."""
+        t: dict[str, tuple[float, float]] = {}
+        mark = (time.perf_counter(), time.process_time())
+
+        def step(name: str) -> None:
+            nonlocal mark
+            now = (time.perf_counter(), time.process_time())
+            t[name] = ((now[0] - mark[0]) * 1000, (now[1] - mark[1]) * 1000)
+            mark = now
+
+        vector = embedder.embed_query(query)
+        step("query embedding")
+        dense = index.dense_search(vector, pool)
+        step("dense")
+        terms = keywords.query_terms(query)
+        step("keyword terms")
+        found = index.keyword_search(terms, pool) if terms else []
+        step("keyword search")
+        retriever.term_weights(terms)
+        step("keyword idf")
+        fused = rrf(
+            [[c for c, _ in dense], [c for c, _ in found]],
+            [settings.retrieval.dense_weight, settings.retrieval.keyword_weight],
+            settings.retrieval.rrf_k,
+        )
+        step("fusion")
+        retriever._hits(fused, k, vector, dict(dense), dict(found))
+        step("chunks and cosines")
+        hits = retriever.search(query, k, rerank=not hover)
+        step("whole search (keyword beside)")
+        copies = workspace.local_copies(h.chunk.path for h in hits)
+        step("local copies checked")
+        items = [
+            located(h.to_json(), workspace.docs_root, root_uri, copies[h.chunk.path]) for h in hits
+        ]
+        if hover:
+            hover_markdown(items, markdown=True)
+        json.dumps(items)
+        step("conversion to JSON")
+        return t
+
+    for name, hover in (("search", False), ("hover", True)):
+        rng = random.Random(1 if name == "search" else 2)
+        stages("warm up the caches", 5, hover)
+        rows = []
+        for _ in range(n):
+            if hover:
+                query = sentence(rng, words, rng.randint(6, 12))
+            else:
+                query = " ".join(rng.choice(words) for _ in range(rng.randint(3, 8)))
+            rows.append(stages(query, 3 if hover else 5, hover))
+        out[name] = {
+            step: {
+                "p50_ms": p_ms([r[step][0] / 1000 for r in rows], 0.5),
+                "p95_ms": p_ms([r[step][0] / 1000 for r in rows], 0.95),
+                "cpu_p50_ms": p_ms([r[step][1] / 1000 for r in rows], 0.5),
+                "cpu_p95_ms": p_ms([r[step][1] / 1000 for r in rows], 0.95),
+            }
+            for step in rows[0]
+        }
+    rss.append(("after searches", resident_mb()))
+    started = time.perf_counter()
+    answer = workspace.ask("What does the first section of the big notes record?")
+    out["ask_s"] = round(time.perf_counter() - started, 3)
+    out["ask_generator_called"] = answer.generator_called
+    out["embedding_lanes_after_ask"] = len(embedder._lanes or [])  # type: ignore[attr-defined]
+    out["generators_loaded"] = len(models.generators)
+    rss.append(("after an ask", resident_mb()))
+    workspace.close()
+    out["rss_mb"] = {name: round(mb, 1) for name, mb in rss}
+    return out
+
+
+def print_profile(figures: dict[str, Any]) -> None:
+    print("\nprofile (in this process, the daemon's steps one by one)")
+    for module, seconds in figures["imports_s"].items():
+        print(f"  import {module:<28} {seconds:6.3f} s (a fresh interpreter)")
+    for step, seconds in figures["start_s"].items():
+        print(f"  {step:<35} {seconds:6.3f} s")
+    for name in ("search", "hover"):
+        print(f"  {name}: p50 / p95 ms, wall and this process's CPU")
+        for step, v in figures[name].items():
+            print(
+                f"    {step:<33} {v['p50_ms']:6.1f} / {v['p95_ms']:6.1f}"
+                f"   cpu {v['cpu_p50_ms']:6.1f} / {v['cpu_p95_ms']:6.1f}"
+            )
+    print(
+        f"  ask {figures['ask_s']:.2f} s, generator called {figures['ask_generator_called']},"
+        f" generators loaded {figures['generators_loaded']},"
+        f" embedding lanes {figures['embedding_lanes_after_ask']}"
+    )
+    for name, mb in figures["rss_mb"].items():
+        print(f"  resident {name:<30} {mb:7.1f} MiB")
 
 
 def main() -> int:
@@ -505,6 +655,11 @@ def main() -> int:
         default="",
         help="the folder's embedding model (default: chosen by the documents, MiniLM here)",
     )
+    parser.add_argument(
+        "--profile",
+        action="store_true",
+        help="then redo the daemon's steps in this process and print where the time goes",
+    )
     parser.add_argument("--json", action="store_true", help="print the figures as one JSON object")
     args = parser.parse_args()
     result = asyncio.run(run(args))
@@ -527,15 +682,22 @@ def main() -> int:
         f"  (one paragraph, {BIG_FILE_BYTES // 1000} KB Markdown file)"
     )
     print(f"memory at ready        {mib.format(**result['memory_at_ready'])}")
+    generator = "generator called" if result["ask_generator_called"] else "extractive"
     print(
         f"memory after an ask    {mib.format(**result['memory_after_ask'])}"
-        f"  (generator loaded; the ask took {result['ask_seconds']:.1f} s)"
+        f"  ({generator}; the ask took {result['ask_seconds']:.1f} s)"
+    )
+    print(
+        f"daemon CPU per request search {result['daemon_cpu_ms']['search']:.1f} ms,"
+        f" hover {result['daemon_cpu_ms']['hover']:.1f} ms (all its threads)"
     )
     before, after = result["load_average"]
     print(
         f"machine                {result['cpus']} CPUs, 1-minute load average {before}"
         f" at start, {after} at the end (other work shares the CPUs)"
     )
+    if result["profile"]:
+        print_profile(result["profile"])
     if args.json:
         print(json.dumps(summary(result)))
     return 0
@@ -565,6 +727,8 @@ def summary(result: dict[str, Any]) -> dict[str, Any]:
         "settled_s": result["settled_s"],
         "rss_ready_mb": round(result["memory_at_ready"]["rss_mb"], 1),
         "rss_after_ask_mb": round(result["memory_after_ask"]["rss_mb"], 1),
+        "daemon_cpu_ms_per_request": result["daemon_cpu_ms"],
+        "ask_generator_called": result["ask_generator_called"],
         "files": result["files"],
         "chunks": result["chunks"],
         "vectors": result["vectors"],
@@ -572,6 +736,8 @@ def summary(result: dict[str, Any]) -> dict[str, Any]:
         "load_average": result["load_average"],
         "cpus": result["cpus"],
     }
+    if result.get("profile"):
+        out["profile"] = result["profile"]
     cold = result.get("cold_index")
     if cold:
         out["cold_index"] = {

@@ -526,7 +526,10 @@ def index_path_inside(docs_root: Path, raw: str) -> bool:
 
 
 def load_settings(
-    docs_root: Path, *overrides: Mapping[str, Any], sources: Sequence[str] = ()
+    docs_root: Path,
+    *overrides: Mapping[str, Any],
+    sources: Sequence[str] = (),
+    recorded_choice: bool = False,
 ) -> tuple[Settings, list[str]]:
     """Defaults < citeline.toml < each override in turn.  Returns (settings, warnings).
 
@@ -536,7 +539,9 @@ def load_settings(
     the layers choose, so the layers are applied twice: once to learn the model, once
     over its defaults.  When no layer names a model, the folder's documents choose a bundled one
     (:func:`citeline.models.choice.choose_embedding_model`, recorded in the index
-    folder) and ``embedding.model`` names it.
+    folder) and ``embedding.model`` names it; ``recorded_choice`` takes the recorded
+    decision without reading the documents when there is one (a server starting on an
+    indexed folder, which decides again if its catch-up finds files changed).
     """
     file_warnings: list[str] = []
     named = [(SETTINGS_FILE, read_settings_file(docs_root, file_warnings))]
@@ -556,7 +561,9 @@ def load_settings(
     if not chosen and not settings.index.team:
         from citeline.models.choice import choose_embedding_model
 
-        choice = choose_embedding_model(docs_root, settings.index_dir(docs_root))
+        choice = choose_embedding_model(
+            docs_root, settings.index_dir(docs_root), recorded=recorded_choice
+        )
         chosen, chosen_by = choice.model, choice.reason if choice.notable else ""
     settings = Settings(retrieval=retrieval_defaults(chosen))
     for source, layer in layers:

@@ -17,7 +17,7 @@ from citeline.app import ModelPool, Workspace, open_workspace
 from citeline.core.chunking import embedding_text
 from citeline.core.documents import Hit
 from citeline.core.reranking import Reranker
-from citeline.core.retrieval import Retriever, rrf
+from citeline.core.retrieval import QUERY_VECTORS_KEPT, Retriever, rrf
 from citeline.settings import RerankingSettings, Settings, load_settings
 from conftest import CountingEmbedder
 
@@ -126,10 +126,27 @@ def test_the_question_just_searched_is_not_embedded_again_for_its_answer(
     vector = retriever.query_vector(question)
     assert embedder.queries == searched
     assert np.array_equal(vector, embedder.inner.embed_query(question))
-    retriever.query_vector("how long is bread kneaded")  # not the last search's: embedded
+    retriever.query_vector("how long is bread kneaded")  # not searched yet: embedded
     assert embedder.queries == searched + 1
-    retriever.search(question, k=3)  # every search embeds its query
-    assert embedder.queries == searched + 2
+    retriever.search(question, k=3)  # searched again: its vector is kept
+    assert embedder.queries == searched + 1
+
+
+def test_query_vectors_are_kept_for_the_latest_queries_only(
+    workspace: Workspace, embedder: CountingEmbedder
+) -> None:
+    retriever = workspace.retriever
+    first = retriever.search("do tomatoes want sunshine", k=3)
+    before = embedder.queries
+    for n in range(QUERY_VECTORS_KEPT):
+        retriever.query_vector(f"question number {n}")
+    assert embedder.queries == before + QUERY_VECTORS_KEPT
+    again = retriever.search("do tomatoes want sunshine", k=3)  # pushed out: embedded again
+    assert embedder.queries == before + QUERY_VECTORS_KEPT + 1
+    assert [h.chunk_id for h in again] == [h.chunk_id for h in first]
+    assert [h.score for h in again] == [h.score for h in first]
+    retriever.search("do tomatoes want sunshine", k=3)  # now kept
+    assert embedder.queries == before + QUERY_VECTORS_KEPT + 1
 
 
 def test_chinese_questions_use_keywords_with_the_bundled_model(workspace: Workspace) -> None:

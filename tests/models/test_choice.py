@@ -84,6 +84,38 @@ def test_only_new_or_changed_documents_are_read_again(
     assert choose_embedding_model(docs, index).model == MINILM
 
 
+def test_a_start_takes_the_recorded_decision_without_reading_the_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    docs, index = folder(tmp_path, {"a.md": ENGLISH})
+    assert choose_embedding_model(docs, index, recorded=True).model == MINILM  # none yet: read
+    (docs / "c.md").write_text(CHINESE, "utf-8")  # while no server ran
+    monkeypatch.setattr(choice, "DocumentFilter", None)  # walking the folder would fail
+    assert choose_embedding_model(docs, index, recorded=True) == ModelChoice(MINILM, choice.ENGLISH)
+    monkeypatch.undo()
+    assert choose_embedding_model(docs, index).model == E5  # deciding again reads it
+    assert choose_embedding_model(docs, index, recorded=True).model == E5
+
+
+def test_the_recorded_decision_is_read_from_the_start_of_the_record(tmp_path: Path) -> None:
+    docs, index = folder(tmp_path, {'odd ", "files": {}.md': CHINESE, "a.md": ENGLISH})
+    found = choose_embedding_model(docs, index)
+    assert choice._recorded_decision(index / CHOICE_FILE) == found == recorded_choice(index)
+    (index / CHOICE_FILE).write_text('{"version": 1, "model": "x"', "utf-8")  # damaged
+    assert choice._recorded_decision(index / CHOICE_FILE) is None
+    assert choose_embedding_model(docs, index, recorded=True) == found  # read again
+
+
+def test_a_recorded_fallback_is_decided_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    docs, index = folder(tmp_path, {"中文.md": CHINESE})
+    monkeypatch.setattr(e5, "SOURCE_SHA256", "0" * 64)  # unavailable when recorded
+    assert choose_embedding_model(docs, index).model == MINILM
+    monkeypatch.undo()  # available again: the start does not keep the fallback
+    assert choose_embedding_model(docs, index, recorded=True).model == E5
+
+
 def test_a_folder_never_indexed_gets_no_index_folder(tmp_path: Path) -> None:
     docs = tmp_path / "docs"
     docs.mkdir()

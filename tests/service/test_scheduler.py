@@ -163,6 +163,42 @@ async def test_an_indexed_folder_is_ready_at_once_and_indexing_only_for_what_cha
         workers.stop(5)
 
 
+class CatchUpWorkspace(FakeWorkspace):
+    """Its whole-folder catch-up finds one file changed while no server ran."""
+
+    def update(self, paths: list[str] | None = None, **options: Any) -> IngestReport:
+        report = super().update(paths, **options)
+        report.files_changed = 1 if paths is None else report.files_changed
+        return report
+
+
+async def test_a_start_takes_the_recorded_model_and_decides_again_after_changes(
+    tmp_path: Path,
+) -> None:
+    from citeline.models.choice import E5, MINILM, choose_embedding_model
+
+    docs = tmp_path / "docs"
+    (docs / ".citeline").mkdir(parents=True)
+    (docs / "a.md").write_text("Plain English notes about the garden. " * 20, "utf-8")
+    assert choose_embedding_model(docs, docs / ".citeline").model == MINILM  # recorded
+    chinese = "检索增强生成把文档切成段落，再用向量找出最相关的几段。"
+    (docs / "b.md").write_text(chinese * 20, "utf-8")
+    workers = Workers()
+    events = RecordingEvents()
+    fake = CatchUpWorkspace()
+    scheduler = IngestScheduler(workers, events, lambda folder: fake)  # type: ignore[arg-type,return-value]
+    try:
+        folder = Folders(workers, scheduler, events).add(docs)
+        assert folder.settings.embedding.bundled == MINILM  # the record, not a walk
+        await settle(folder)
+        # the catch-up saw a change: the documents decided again, and the new model
+        # asked for a whole-folder batch on the reopened index
+        assert folder.settings.embedding.bundled == E5
+        assert fake.batches == [None, None]
+    finally:
+        workers.stop(5)
+
+
 async def test_a_burst_of_500_new_files_is_one_batch(setup: Setup, tmp_path: Path) -> None:
     fake = setup.fake
     folder = setup.folders.add(tmp_path)

@@ -22,6 +22,7 @@ Chunks with identical text are collapsed to the best-ranked one.
 from __future__ import annotations
 
 import logging
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, replace
@@ -40,6 +41,12 @@ from citeline.core.scripts import is_cjk, is_cjk_question
 log = logging.getLogger(__name__)
 
 Mode = Literal["hybrid", "dense", "keyword"]
+
+#: Query vectors kept by query text, newest first out last: a hover over the same
+#: sentence, a search typed again, an ask that has just searched its question, and an
+#: editor polling one query while a save is indexed embed it once (one query's vector
+#: is a function of its text: the same model, one sequence, one decode).
+QUERY_VECTORS_KEPT = 64
 
 
 @dataclass(frozen=True)
@@ -109,22 +116,30 @@ class Retriever:
         self.reranker = reranker
         self.rerank_candidates = rerank_candidates
         self.beside = beside
-        self._last_query: tuple[str, np.ndarray] | None = None
+        self._query_vectors: OrderedDict[str, np.ndarray] = OrderedDict()
 
     # -- the two methods ---------------------------------------------------------
 
     def dense(self, query: str, k: int) -> tuple[np.ndarray, list[tuple[int, float]]]:
         """The query vector and (chunk id, cosine) for the k nearest chunks."""
-        vector = self.embedder.embed_query(query)
-        self._last_query = (query, vector)
+        vector = self.query_vector(query)
         return vector, self.index.dense_search(vector, k)
 
     def query_vector(self, query: str) -> np.ndarray:
-        """The query's embedding: the last search's when it searched ``query`` (an ask
-        scores its units against the question it has just searched)."""
-        if self._last_query is not None and self._last_query[0] == query:
-            return self._last_query[1]
-        return self.embedder.embed_query(query)
+        """The query's embedding, embedded once while it is among the last
+        :data:`QUERY_VECTORS_KEPT` queries (an ask scores its units against the question
+        it has just searched)."""
+        kept = self._query_vectors
+        vector = kept.get(query)
+        if vector is None:
+            vector = self.embedder.embed_query(query)
+            vector.setflags(write=False)  # shared by every search of this text
+            kept[query] = vector
+            if len(kept) > QUERY_VECTORS_KEPT:
+                kept.popitem(last=False)
+        else:
+            kept.move_to_end(query)
+        return vector
 
     def keyword(self, query: str, k: int) -> list[tuple[int, float]]:
         """(chunk id, normalised BM25) for the k best keyword matches."""

@@ -39,6 +39,7 @@ class Folders:
         self.editor_settings: dict[str, Any] = {}  # the editor's settings layer
         self.command_line: dict[str, Any] = {}  # `citeline serve --store …`: the top layer
         self._folders: dict[str, Folder] = {}
+        scheduler.documents_changed = self.reload_settings
 
     def __iter__(self) -> Iterator[Folder]:
         return iter(list(self._folders.values()))
@@ -75,8 +76,10 @@ class Folders:
     def add(self, root: Path) -> Folder:
         """Serve ``root``: read its settings, watch it, index it."""
         root = root.expanduser().absolute()
+        # The model choice recorded with the index serves the start; the catch-up
+        # decides again if it finds documents changed (documents_changed below).
         settings, warnings = load_settings(
-            root, self.editor_settings, self.command_line, sources=SOURCES
+            root, self.editor_settings, self.command_line, sources=SOURCES, recorded_choice=True
         )
         folder = Folder(root=root, settings=settings, warnings=warnings)
         self._folders[folder.key] = folder

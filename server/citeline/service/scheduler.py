@@ -30,7 +30,7 @@ import functools
 import logging
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from citeline.core import loaders
 from citeline.core.errors import DiskFull, IndexDamaged, IndexUnavailable
@@ -58,6 +58,9 @@ class IngestScheduler:
         self.workers = workers
         self.events = events
         self.backends = backends
+        #: Called (on the loop) after a whole-folder batch that changed or removed files:
+        #: the documents' model choice may have changed with them.
+        self.documents_changed: Callable[[Folder], None] | None = None
         self._tasks: set[asyncio.Task[None]] = set()
         # A paused batch's progress, carried on by the resume.
         self._paused_progress: dict[Folder, Progress] = {}
@@ -232,6 +235,9 @@ class IngestScheduler:
                 run.shown.report(None, f"paused · {folder.queue.pending_count} files waiting")
         elif run.shown is not None:
             run.shown.end(("cancelled: " if report.cancelled else "") + summary)
+        changed = report.files_changed or report.files_removed
+        if batch.paths is None and changed and self.documents_changed is not None:
+            self.documents_changed(folder)
 
     def _ended(self, folder: Folder) -> None:
         """The batch is over: the next one if work waits."""
