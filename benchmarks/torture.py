@@ -258,6 +258,10 @@ def _print_searches(s: dict[str, Any], how: str) -> None:
     )
     slow = ", ".join(f"{ms} ms at {at} s" for at, ms in s["slowest"])
     print(f"  slowest: {slow}")
+    print(
+        f"  a search at any moment (from each due time): p95 {s['due_p95_ms']} ms,"
+        f" max {s['due_max_ms']} ms"
+    )
 
 
 def _print(f: dict[str, Any]) -> None:
