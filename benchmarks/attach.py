@@ -2,7 +2,9 @@
 (readers while a writer works), or the second attached to the first
 (`citeline serve --attach`, server/citeline/lsp/attach.py).  For each: the second
 window's RSS once it has answered a search, and its search latency while the first
-indexes N new files (searches one after another until it holds them all).
+indexes N new files (searches one after another until it holds them all); and the
+RSS of a `citeline mcp` on the same folder once it has answered a search tool call
+(its own models, or `citeline mcp --attach`, attached to the first window's daemon).
 
     .venv/bin/python benchmarks/attach.py              # 150 new files
     .venv/bin/python benchmarks/attach.py --files 300 --json
@@ -82,6 +84,64 @@ class Window:
             self.process.wait()
 
 
+class Agent:
+    """An agent's MCP client: `citeline mcp --docs DOCS` over stdio, JSON lines."""
+
+    def __init__(self, work: Path, docs: Path, attach: bool, env: dict[str, str]):
+        self.log = work / "mcp.log"
+        command = [sys.executable, "-m", "citeline.cli", "mcp", "--docs", str(docs)]
+        self.process = subprocess.Popen(
+            [*command, "--log-file", str(self.log), *(["--attach"] if attach else [])],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            env=env,
+        )
+        self.ids = 0
+        self.request(
+            "initialize",
+            {
+                "protocolVersion": "2025-06-18",
+                "capabilities": {},
+                "clientInfo": {"name": "benchmark", "version": "1"},
+            },
+        )
+        self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+
+    def send(self, message: dict[str, Any]) -> None:
+        assert self.process.stdin is not None
+        self.process.stdin.write(json.dumps(message).encode() + b"\n")
+        self.process.stdin.flush()
+
+    def request(self, method: str, params: Any) -> Any:
+        assert self.process.stdout is not None
+        self.ids += 1
+        self.send({"jsonrpc": "2.0", "id": self.ids, "method": method, "params": params})
+        while True:
+            line = self.process.stdout.readline()
+            if not line:
+                raise RuntimeError(f"{method}: the MCP server ended")
+            answer = json.loads(line)
+            if answer.get("id") == self.ids:
+                if "result" not in answer:
+                    raise RuntimeError(f"{method}: {answer.get('error')}")
+                return answer["result"]
+
+    def search(self, query: str) -> None:
+        result = self.request("tools/call", {"name": "search", "arguments": {"query": query}})
+        if result.get("isError"):
+            raise RuntimeError(f"search: {result}")
+
+    def close(self) -> None:
+        assert self.process.stdin is not None
+        self.process.stdin.close()
+        try:
+            self.process.wait(60)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+
+
 def percentiles(times: list[float]) -> dict[str, float]:
     ordered = sorted(times)
     return {
@@ -117,6 +177,13 @@ def one_design(work: Path, *, attach: bool, files: int) -> dict[str, Any]:
             "rss_second_mb": round(rss_mb(second.process.pid), 1),
             "attached": "attached to the server" in second.log.read_text(),
         }
+        agent = Agent(work, docs, attach, env)
+        try:
+            agent.search("note says weather")  # its model loaded, or the daemon answered
+            result["rss_mcp_mb"] = round(rss_mb(agent.process.pid), 1)
+            result["mcp_attached"] = "attached to the server" in agent.log.read_text()
+        finally:
+            agent.close()
         write_docs(docs, range(10, 10 + files))
         started = time.monotonic()
         times: dict[str, list[float]] = {"first": [], "second": []}
@@ -167,7 +234,10 @@ def main() -> int:
         return 0
     print(f"{args.files} new files; load average {load_before:.2f} -> {out['load_after']:.2f}")
     for r in results:
-        print(f"{r['design']}: RSS first {r['rss_first_mb']} MB, second {r['rss_second_mb']} MB")
+        print(
+            f"{r['design']}: RSS first {r['rss_first_mb']} MB, second {r['rss_second_mb']} MB,"
+            f" citeline mcp{' --attach' if r['mcp_attached'] else ''} {r['rss_mcp_mb']} MB"
+        )
         for name in ("first", "second"):
             s = r[f"{name}_search"]
             waited = " (waited for the other's lock)" if r[f"{name}_waited_for_lock"] else ""

@@ -65,7 +65,7 @@ LAYERS: dict[str, Layer] = {
     "citeline.cli": layer(
         "citeline citeline.app citeline.cache citeline.demo citeline.doctor citeline.evaluation"
         " citeline.lsp citeline.mcp citeline.platforms citeline.service citeline.settings"
-        " citeline.wire"
+        " citeline.stdio citeline.wire"
     ),
     "citeline.doctor": layer(
         "citeline citeline.app citeline.models citeline.platforms citeline.service"

@@ -170,40 +170,59 @@ class Searches:
     p50_ms: float
     p95_ms: float
     max_ms: float
+    slowest: list[tuple[float, float]]  # the 5 slowest: (seconds after the copy, ms)
+    # From each due time (every ``interval``) to the answer that served it: what a
+    # search made at any moment waits, a stall counted for every slot it covers.
+    due_p95_ms: float
+    due_max_ms: float
 
     def to_json(self) -> dict[str, object]:
         return dict(self.__dict__)
 
 
-def search_while_parsing(work: Path, pages: int) -> Searches:
-    """Searches of a daemon's folder, one after another, while a PDF of ``pages``
-    pages copied into it is read and indexed."""
+def search_while_parsing(
+    work: Path, pages: int, *, interval: float = 0.05, notes: int = 0
+) -> Searches:
+    """Searches of a daemon's folder while a PDF of ``pages`` pages copied into it is
+    read and indexed: one every ``interval`` seconds (the next at once when one took
+    longer), the folder holding ``notes`` ordinary notes besides the keeper."""
     docs = work / f"big-{pages}"
     build(docs, ())
+    for k in range(notes):
+        (docs / f"note-{k:03}.md").write_text(f"# Note {k}\n\n{PROSE}\n\nNote number {k}.\n")
     (docs / "citeline.toml").write_text("# served\n")
     source = work / f"big-{pages}.pdf"
     source.write_bytes(plain_pdf(pages))
     server, token_file = start_server(work, docs)
     times: list[float] = []
+    offsets: list[float] = []
+    waits: list[float] = []
     try:
         peer = _connect(token_file)
-        _wait(peer, lambda f: f["state"] == "ready" and f["files"] >= 1)
+        _wait(peer, lambda f: f["state"] == "ready" and f["files"] >= 1 + notes)
         for n in range(3):  # warm: the query model path, the keyword index
             peer.request(200 + n, "citeline/search", {"query": "lighthouse weather"}, 60)
         shutil.copy(source, docs / "big.pdf")
         started = time.monotonic()
         n = 1000
+        due = slot = started
         while True:
             n += 1
+            time.sleep(max(0.0, due - time.monotonic()))
             begun = time.monotonic()
+            due = begun + interval
             answer = peer.request(n, "citeline/search", {"query": "keeper logs dawn"}, 300)
             assert "result" in answer, answer
-            times.append(time.monotonic() - begun)
+            answered = time.monotonic()
+            times.append(answered - begun)
+            offsets.append(begun - started)
+            while slot <= answered:  # every slot this answer covers
+                waits.append(answered - slot)
+                slot += interval
             if n % 10 == 0:
                 folder = _status(peer, n + 100_000)
-                if folder["files"] >= 2 and folder["state"] == "ready":
+                if folder["files"] >= 2 + notes and folder["state"] == "ready":
                     break
-            time.sleep(0.05)
         seconds = time.monotonic() - started
         peer.close()
     finally:
@@ -220,4 +239,10 @@ def search_while_parsing(work: Path, pages: int) -> Searches:
         p50_ms=round(1000 * ordered[len(ordered) // 2], 1),
         p95_ms=round(1000 * ordered[int(0.95 * (len(ordered) - 1))], 1),
         max_ms=round(1000 * ordered[-1], 1),
+        due_p95_ms=round(1000 * sorted(waits)[int(0.95 * (len(waits) - 1))], 1),
+        due_max_ms=round(1000 * max(waits), 1),
+        slowest=sorted(
+            zip([round(at, 1) for at in offsets], [round(1000 * t, 1) for t in times], strict=True),
+            key=lambda pair: -pair[1],
+        )[:5],
     )

@@ -161,6 +161,12 @@ def _parser() -> argparse.ArgumentParser:
         " citeline.toml or .citeline/)",
     )
     command.add_argument("--log-file", help="also write the log to this file")
+    command.add_argument(
+        "--attach",
+        action="store_true",
+        help="attach to a running `citeline serve --attach` that serves these folders (no"
+        " model load of its own), else serve them here",
+    )
     store_options(command)
     command.set_defaults(run=commands.run_mcp)
 

@@ -6,18 +6,21 @@ Every command prints one JSON object with ``--json``, else a few readable lines.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import importlib.util
 import json
 import logging
 import sys
+from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 from citeline import wire
 from citeline.cli.progress import progress
 from citeline.service.errors import DiskFull, ServiceError
 
 if TYPE_CHECKING:
+    from citeline.service.service import Service
     from citeline.service.workspace import Workspace
 
 log = logging.getLogger("citeline")
@@ -326,20 +329,69 @@ def run_eval(args: argparse.Namespace) -> int:
 
 
 def run_mcp(args: argparse.Namespace) -> int:
-    from citeline.app import ModelPool
-    from citeline.mcp.server import serve
-
     docs = [Path(d).expanduser().absolute() for d in args.docs]
     for folder in docs:
         if not folder.is_dir():
             raise ServiceError(f"documents folder {folder} does not exist")
+    settings = store_overrides(args)
+    streams = None
+    if args.attach:
+        streams, code = _attach_mcp(args, docs, settings)
+        if code is not None:
+            return code
+    from citeline.app import ModelPool
+    from citeline.mcp.server import serve
+
     return serve(
         docs=docs,
         backends=ModelPool(),
         log_file=args.log_file,
         verbose=args.verbose,
-        settings=store_overrides(args),
+        settings=settings,
+        streams=streams,
     )
+
+
+def _attach_mcp(
+    args: argparse.Namespace, docs: list[Path], settings: dict[str, object]
+) -> tuple[tuple[BinaryIO, BinaryIO], int | None]:
+    """``citeline mcp --attach``: the protocol's streams, and the exit status when this
+    process was attached to a ``citeline serve --attach`` daemon serving its folders
+    (the ``--docs`` folders, else the current one when it holds a marker) and has
+    ended; None when it serves them itself (no such daemon, a refusal, or a team
+    store named on the command line, which the daemon would not use)."""
+    from citeline.lsp.attach import find_daemon, proxy_mcp
+    from citeline.service.selection import marked
+    from citeline.stdio import log_to_stderr, protocol_streams
+
+    log_to_stderr(args.log_file, args.verbose, "mcp")
+    streams = protocol_streams()
+    if settings:
+        log.info("--store/--collection: this MCP server serves its folders itself")
+        return streams, None
+    folders = docs or ([Path.cwd()] if marked(Path.cwd()) else [])
+    record = find_daemon(folders)
+    if record is None:
+        return streams, None
+    return streams, proxy_mcp(record, *streams)
+
+
+async def mcp_host(
+    service: Service, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+) -> None:
+    """What a ``serve --attach`` daemon runs for an attached ``citeline mcp``: the MCP
+    front end over the connection, with the daemon's service (the MCP SDK is imported
+    at the first one, off the event loop)."""
+    serve_connection = await asyncio.to_thread(_mcp_connection_server)
+    await serve_connection(service, reader, writer)
+
+
+def _mcp_connection_server() -> Callable[
+    [Service, asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]
+]:
+    from citeline.mcp.server import serve_connection
+
+    return serve_connection
 
 
 def run_serve(args: argparse.Namespace) -> int:
@@ -359,6 +411,7 @@ def run_serve(args: argparse.Namespace) -> int:
         token_file=args.token_file,
         settings=store_overrides(args),
         attach=args.attach,
+        mcp_host=mcp_host,
     )
 
 

@@ -20,6 +20,13 @@ window says of its documents (open, change, close) and of its settings and
 folders is not taken up: the daemon's own window decides those.  When the daemon
 ends, the attached server says so in one line and exits (status 1, so an editor
 that restarts its server gets one that serves the folder itself).
+
+``citeline mcp --attach`` attaches the same way (the same records, socket, token
+and deadline); its ``initialize`` says ``"protocol": "mcp"`` in its
+initializationOptions, and after the daemon's answer the connection carries MCP
+(newline-delimited JSON-RPC) instead: the daemon runs an MCP session over it with
+the tools of ``mcp/`` on its own service (the ``mcp_host`` the command line hands
+it), and the attached process only copies bytes between its client and the socket.
 """
 
 from __future__ import annotations
@@ -35,7 +42,7 @@ import re
 import secrets
 import socket
 import threading
-from collections.abc import Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
@@ -67,6 +74,11 @@ from citeline.service.selection import marked
 
 if TYPE_CHECKING:
     from citeline.lsp.server import CitelineServer
+    from citeline.service.service import Service
+
+# Serves one attached MCP client over a connection, with the daemon's service.
+McpHost = Callable[["Service", asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
+MCP = "mcp"  # the initializationOptions' "protocol" of an attaching MCP server
 
 log = logging.getLogger(__name__)
 
@@ -150,8 +162,12 @@ class Router:
 class AttachPoint:
     """A daemon's offer of its folders to later windows (see the module)."""
 
-    def __init__(self, ls: CitelineServer, where: Path | None = None) -> None:
+    def __init__(
+        self, ls: CitelineServer, where: Path | None = None, mcp_host: McpHost | None = None
+    ) -> None:
         self.ls = ls
+        self.mcp_host = mcp_host
+        self.mcp_sessions = 0  # attached MCP clients now
         self.where = where or runtime_folder()
         self.socket_path = self.where / f"attach-{os.getpid()}.sock"
         self.token = secrets.token_urlsafe(32)
@@ -289,11 +305,16 @@ class AttachPoint:
         capabilities = getattr(self.ls.protocol, "server_capabilities", None)
         if not isinstance(verdict, tuple) and capabilities is None:
             verdict = (verdict.get("id"), -32002, "this server's own client has not initialized")
+        if not isinstance(verdict, tuple) and _protocol(verdict) == MCP and self.mcp_host is None:
+            verdict = (verdict.get("id"), -32002, "this server does not serve MCP")
         if isinstance(verdict, tuple):
             msg_id, code, message = verdict
             log.warning("refused a window's attachment: %s", message)
             send_error(writer, msg_id, code, message)
             await close_connection(writer)
+            return
+        if _protocol(verdict) == MCP:
+            await self._serve_mcp(verdict, reader, writer)
             return
         client = Attached(next(self._numbers), writer)
         protocol = self.ls.protocol
@@ -321,6 +342,30 @@ class AttachPoint:
         finally:
             del self.clients[client.number]
             log.info("an attached window left (%d attached)", len(self.clients))
+            await close_connection(writer)
+
+    async def _serve_mcp(
+        self,
+        initialize: dict[str, Any],
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+    ) -> None:
+        """An attached ``citeline mcp``: answer its handshake, then serve MCP on the
+        connection with this daemon's service until it closes."""
+        assert self.mcp_host is not None
+        body = json.dumps({"jsonrpc": "2.0", "id": initialize.get("id"), "result": {}}).encode()
+        writer.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
+        self.mcp_sessions += 1
+        log.info("an MCP server attached (%d attached)", self.mcp_sessions)
+        try:
+            await self.mcp_host(self.ls.service, reader, writer)
+        except (ConnectionError, OSError) as exc:
+            log.info("an attached MCP server: %s", exc)
+        except Exception as exc:  # one session's failure never ends the daemon
+            log.error("an attached MCP session failed", exc_info=exc)
+        finally:
+            self.mcp_sessions -= 1
+            log.info("an attached MCP server left (%d attached)", self.mcp_sessions)
             await close_connection(writer)
 
     def _take(self, client: Attached, frame: Frame) -> bool:
@@ -439,6 +484,42 @@ def proxy(
     """Attach this window to the daemon in ``record``: copy its messages both ways
     until one side ends.  None when the daemon refuses (the window is then served
     here); else the exit status."""
+    attached = _handshake(initialize, record)
+    if attached is None:
+        return None
+    sock, received = attached
+    stdout.write(received)  # the answer to the editor's initialize
+    stdout.flush()
+    return _copy(sock, stdin, stdout, record, ends_with_exit=True)
+
+
+def proxy_mcp(record: dict[str, Any], stdin: IO[bytes], stdout: IO[bytes]) -> int | None:
+    """``citeline mcp --attach``: attach to the daemon in ``record`` and copy the MCP
+    client's bytes both ways until one side ends.  None when the daemon refuses (the
+    MCP server is then served here); else the exit status."""
+    initialize = {
+        "jsonrpc": "2.0",
+        "id": 0,
+        "method": "initialize",
+        "params": {"processId": os.getpid(), "initializationOptions": {"protocol": MCP}},
+    }
+    attached = _handshake(initialize, record)
+    if attached is None:
+        return None
+    sock, received = attached
+    _, _, rest = received.partition(b"\r\n\r\n")  # the handshake's answer is not MCP's
+    end = int(_CONTENT_LENGTH.search(received).group(1))  # type: ignore[union-attr]
+    if rest[end:]:
+        stdout.write(rest[end:])
+        stdout.flush()
+    return _copy(sock, stdin, stdout, record, ends_with_exit=False, who="MCP server")
+
+
+def _handshake(
+    initialize: dict[str, Any], record: dict[str, Any]
+) -> tuple[socket.socket, bytes] | None:
+    """Connect to the daemon in ``record`` and send ``initialize`` with its token: the
+    connection and every byte of its answer, or None when it refuses."""
     try:
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         sock.settimeout(AUTH_TIMEOUT * 5)
@@ -467,11 +548,24 @@ def proxy(
         return None
     sock.settimeout(None)
     log.info("attached to the server with pid %s (%s)", record["pid"], record["folder"])
-    stdout.write(received)
-    stdout.flush()
-    ended = threading.Event()  # the editor sent exit or closed stdin
+    return sock, received
 
-    def editor_to_daemon() -> None:
+
+def _copy(
+    sock: socket.socket,
+    stdin: IO[bytes],
+    stdout: IO[bytes],
+    record: dict[str, Any],
+    *,
+    ends_with_exit: bool,
+    who: str = "window",
+) -> int:
+    """Copy stdin to the daemon and the daemon to stdout until one side ends: 0 when
+    the client ended it (closed stdin, or with ``ends_with_exit`` sent LSP's
+    ``exit``), 1 when the daemon did (said in one line)."""
+    ended = threading.Event()  # the client sent exit or closed stdin
+
+    def client_to_daemon() -> None:
         parser = FrameParser()
         try:
             while True:
@@ -479,7 +573,11 @@ def proxy(
                 if not data:
                     break
                 sock.sendall(data)
-                if b'"exit"' in data and any(_is_exit(f) for f in parser.feed(data)):
+                if (
+                    ends_with_exit
+                    and b'"exit"' in data
+                    and any(_is_exit(f) for f in parser.feed(data))
+                ):
                     break
         except OSError:
             pass
@@ -487,7 +585,7 @@ def proxy(
         with contextlib.suppress(OSError):
             sock.shutdown(socket.SHUT_WR)
 
-    threading.Thread(target=editor_to_daemon, name="citeline-attached", daemon=True).start()
+    threading.Thread(target=client_to_daemon, name="citeline-attached", daemon=True).start()
     try:
         while True:
             data = sock.recv(READ_CHUNK)
@@ -502,8 +600,9 @@ def proxy(
     if ended.wait(0.5):
         return 0
     log.error(
-        "the Citeline server this window attached to (pid %s, %s) has ended; this one ends"
+        "the Citeline server this %s attached to (pid %s, %s) has ended; this one ends"
         " too (started again, it serves the folder itself)",
+        who,
         record["pid"],
         record["folder"],
     )
@@ -533,6 +632,13 @@ def _first_answer(sock: socket.socket) -> tuple[dict[str, Any] | None, bytes]:
             return None, b""
         buffer += data
     return None, b""
+
+
+def _protocol(initialize: dict[str, Any]) -> Any:
+    """What an attaching ``initialize`` says it speaks after the handshake (None: LSP)."""
+    params = initialize.get("params")
+    options = params.get("initializationOptions") if isinstance(params, dict) else None
+    return options.get("protocol") if isinstance(options, dict) else None
 
 
 def _is_exit(frame: Frame) -> bool:

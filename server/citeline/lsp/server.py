@@ -36,7 +36,14 @@ from citeline.lsp import (
     transport,
 )
 from citeline.lsp import tcp as tcp_server
-from citeline.lsp.attach import AttachPoint, find_daemon, proxy, read_initialize, window_folders
+from citeline.lsp.attach import (
+    AttachPoint,
+    McpHost,
+    find_daemon,
+    proxy,
+    read_initialize,
+    window_folders,
+)
 from citeline.lsp.convert import uri_to_path
 from citeline.lsp.diagnostics import DiagnosticsPublisher
 from citeline.lsp.logs import ClientLogHandler, configure_logging
@@ -187,11 +194,13 @@ def serve(
     token_file: str | None = None,
     settings: dict[str, Any] | None = None,
     attach: bool = False,
+    mcp_host: McpHost | None = None,
 ) -> int:
     """Run the language server until the client exits; the process exit status.
     ``settings`` (``--store``, ``--collection``) apply to every folder, over the editor's.
     ``attach`` (stdio only): attach to a daemon already serving the window's folders,
-    else serve them and let later windows attach (``lsp/attach.py``)."""
+    else serve them and let later windows attach (``lsp/attach.py``), and with
+    ``mcp_host`` later ``citeline mcp --attach`` servers too."""
     configure_logging(log_file, verbose)
     try:
         address = tcp_server.parse_tcp(tcp) if tcp else None
@@ -209,7 +218,7 @@ def serve(
                 return code
     ls = build_server(docs, backends=backends)
     if attach and streams is not None:
-        ls.attach_point = AttachPoint(ls)
+        ls.attach_point = AttachPoint(ls, mcp_host=mcp_host)
     ls.service.folders.command_line = dict(settings or {})
     log.info(
         "citeline %s serving %s", __version__, f"{address[0]}:{address[1]}" if address else "stdio"

@@ -11,6 +11,10 @@ come from each folder's ``citeline.toml`` and ``--store``/``--collection``.
 
 stdout is MCP's: file descriptor 1 is moved to stderr before anything else runs
 (``citeline.stdio``), and the log goes to stderr (and ``--log-file``).
+
+:func:`serve_connection` serves the same tools over one connection of a daemon that
+an attached ``citeline mcp --attach`` copies its client's bytes to (the daemon's
+service and folders: ``lsp/attach.py``).
 """
 
 from __future__ import annotations
@@ -18,9 +22,9 @@ from __future__ import annotations
 import asyncio
 import io
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import AsyncIterator, Callable, Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO, cast
 
 import anyio
 import mcp.types as types
@@ -39,6 +43,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+MAX_LINE_BYTES = 8 * 1024 * 1024  # one MCP message over an attached connection
+READ_CHUNK = 65536
 SHUTDOWN_TIMEOUT = 15.0
 STOP_TIMEOUT = 10.0
 ROOTS_TIMEOUT = 10.0
@@ -184,6 +190,57 @@ def build_server(tools: Tools, roots: Roots | None = None) -> Server[Any, Any]:
     return server
 
 
+class ConnectionLines:
+    """An attached MCP client's connection as the SDK's stdio transport reads and writes
+    a process's stdio: lines of text in (a line over ``MAX_LINE_BYTES`` is dropped,
+    with one log line), text out."""
+
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.reader = reader
+        self.writer = writer
+
+    def __aiter__(self) -> AsyncIterator[str]:
+        return self._lines()
+
+    async def _lines(self) -> AsyncIterator[str]:
+        buffer = bytearray()
+        skipping = False  # inside a line that is too long
+        while True:
+            data = await self.reader.read(READ_CHUNK)
+            if not data:
+                return
+            buffer += data
+            while (end := buffer.find(b"\n")) >= 0:
+                line = bytes(buffer[: end + 1])
+                del buffer[: end + 1]
+                if skipping:
+                    skipping = False
+                elif line.strip():
+                    yield line.decode("utf-8", "replace")
+            if len(buffer) > MAX_LINE_BYTES:
+                if not skipping:
+                    log.warning("an MCP message over %d bytes was dropped", MAX_LINE_BYTES)
+                buffer.clear()
+                skipping = True
+
+    async def write(self, text: str) -> None:
+        self.writer.write(text.encode("utf-8"))
+
+    async def flush(self) -> None:
+        await self.writer.drain()
+
+
+async def serve_connection(
+    service: Service, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+) -> None:
+    """Serve MCP over one attached connection with ``service`` (a daemon's, with its
+    folders: roots the client lists are not taken up) until the client closes it."""
+    server = build_server(Tools(service))
+    lines = cast(Any, ConnectionLines(reader, writer))
+    async with stdio_server(lines, lines) as (read_stream, write_stream):
+        await server.run(read_stream, write_stream, server.create_initialization_options())
+
+
 def configure_logging(log_file: str | None, verbose: bool) -> None:
     """Citeline's records at INFO (DEBUG with -v) to stderr and the optional file;
     the SDK's own at WARNING (every request is an INFO line there)."""
@@ -218,11 +275,16 @@ def serve(
     verbose: bool,
     backends: Backends,
     settings: dict[str, Any] | None = None,
+    streams: tuple[BinaryIO, BinaryIO] | None = None,
 ) -> int:
     """Run the MCP server on stdio until the client goes; the process exit status.
-    ``settings`` (``--store``, ``--collection``) apply to every folder."""
-    configure_logging(log_file, verbose)
-    stdin, stdout = protocol_streams()
+    ``settings`` (``--store``, ``--collection``) apply to every folder.  ``streams``:
+    the protocol's stdin and stdout when the caller took them already (``--attach``,
+    which also configured the log)."""
+    if streams is None:
+        configure_logging(log_file, verbose)
+        streams = protocol_streams()
+    stdin, stdout = streams
     service_events = LogEvents()
 
     async def main() -> None:
