@@ -56,7 +56,7 @@ from citeline.backends.postgres.keywords import fold
 from citeline.core.chunking import ChunkSettings
 from citeline.core.documents import Chunk
 from citeline.core.index import IndexIdentity, NewChunk
-from citeline.core.keywords import query_terms, terms
+from citeline.core.keywords import bm25_weight, query_terms, terms
 from citeline.core.retrieval import Retriever
 from citeline.settings import BUNDLED_MODEL_RETRIEVAL, EmbeddingSettings
 from common import abstract_pieces, load_average, synthetic_texts
@@ -131,6 +131,8 @@ def bulk_load(
     for index in ("chunks_embedding", "chunks_file", "chunks_vector_key"):
         conn.execute(sql.SQL("DROP INDEX IF EXISTS {}.{}").format(s, sql.Identifier(index)))
     conn.execute(sql.SQL("ALTER TABLE {}.postings DROP CONSTRAINT postings_pkey").format(s))
+    conn.execute(sql.SQL("DROP INDEX {}.postings_impact").format(s))
+    reference = 0.0  # the impacts' average length: the first batch's, as a writer's first write
     started = time.perf_counter()
     files = (size + CHUNKS_PER_FILE - 1) // CHUNKS_PER_FILE
     now = time.time()
@@ -159,9 +161,9 @@ def bulk_load(
             " text, start_line, end_line, page, vector_key, embedding) FROM STDIN"
         ).format(s)
         terms_copy = sql.SQL("COPY {}.chunk_terms (chunk_id, terms, length) FROM STDIN").format(s)
-        postings_copy = sql.SQL("COPY {}.postings (term, chunk_id, tf, length) FROM STDIN").format(
-            s
-        )
+        postings_copy = sql.SQL(
+            "COPY {}.postings (term, chunk_id, tf, length, impact) FROM STDIN"
+        ).format(s)
         batch = 20_000
         for start in range(0, size, batch):
             rows: list[tuple[Any, ...]] = []
@@ -196,6 +198,9 @@ def bulk_load(
                 length = sum(counts.values())
                 term_rows.append((cid, sorted(counts), length))
                 posting_rows.extend((t, cid, c, length) for t, c in counts.items())
+            if not reference:
+                reference = max(1.0, sum(r[2] for r in term_rows) / len(term_rows))
+                set_impact_average(cur, s, reference)
             with cur.copy(chunk_copy) as copy:
                 for row in rows:
                     copy.write_row(row)
@@ -203,8 +208,8 @@ def bulk_load(
                 for row in term_rows:
                     copy.write_row(row)
             with cur.copy(postings_copy) as copy:
-                for row in posting_rows:
-                    copy.write_row(row)
+                for t, cid, c, length in posting_rows:
+                    copy.write_row((t, cid, c, length, bm25_weight(c, length, reference)))
             log(f"  loaded {start + n:,} / {size:,}")
         cur.execute(
             sql.SQL("SELECT setval(pg_get_serial_sequence('{}.chunks', 'id'), %s)").format(
@@ -233,6 +238,7 @@ def bulk_load(
             "postings_seconds",
             "ALTER TABLE {0}.postings ADD PRIMARY KEY (term, chunk_id) INCLUDE (tf, length)",
         ),
+        ("impact_seconds", IMPACT_INDEX),
         (
             "hnsw_seconds",
             "CREATE INDEX chunks_embedding ON {0}.chunks USING hnsw (embedding vector_cosine_ops)",
@@ -250,6 +256,16 @@ def bulk_load(
     timings["analyze_seconds"] = time.perf_counter() - started
     timings["build_seconds"] = sum(timings.values())
     return timings
+
+
+IMPACT_INDEX = (
+    "CREATE INDEX postings_impact ON {0}.postings (term, impact DESC, chunk_id DESC)"
+    " INCLUDE (tf, length)"
+)
+
+
+def set_impact_average(cur: psycopg.Cursor[Any], s: sql.Identifier, average: float) -> None:
+    cur.execute(sql.SQL("UPDATE {}.keyword_stats SET impact_average = %s").format(s), (average,))
 
 
 def keyword_statistics(cur: psycopg.Cursor[Any], s: sql.Identifier, rows: int, terms: int) -> None:
@@ -271,22 +287,31 @@ def bulk_load_keywords(conn: psycopg.Connection[Any], schema: str, size: int) ->
     (``common.synthetic_texts``); timings in seconds."""
     s = sql.Identifier(schema)
     conn.execute(sql.SQL("ALTER TABLE {}.postings DROP CONSTRAINT postings_pkey").format(s))
+    conn.execute(sql.SQL("DROP INDEX {}.postings_impact").format(s))
     conn.execute(sql.SQL("ALTER TABLE {}.postings SET UNLOGGED").format(s))  # no WAL to write
     timings: dict[str, float] = {}
     started = time.perf_counter()
-    postings_copy = sql.SQL("COPY {}.postings (term, chunk_id, tf, length) FROM STDIN").format(s)
+    postings_copy = sql.SQL(
+        "COPY {}.postings (term, chunk_id, tf, length, impact) FROM STDIN"
+    ).format(s)
     texts = synthetic_texts(abstract_pieces(), size)
     batch = 50_000
     total = 0
+    reference = 0.0  # the impacts' average length: the first batch's, as a writer's first write
     with conn.cursor() as cur:
         for start in range(0, size, batch):
+            rows = []
+            for cid in range(start + 1, min(size, start + batch) + 1):
+                counts = Counter(fold(t) for t in terms(next(texts)))
+                rows.append((cid, counts, sum(counts.values())))
+            if not reference:
+                reference = max(1.0, sum(r[2] for r in rows) / len(rows))
+                set_impact_average(cur, s, reference)
             with cur.copy(postings_copy) as copy:
-                for cid in range(start + 1, min(size, start + batch) + 1):
-                    counts = Counter(fold(t) for t in terms(next(texts)))
-                    length = sum(counts.values())
+                for cid, counts, length in rows:
                     total += length
                     for t, c in counts.items():
-                        copy.write_row((t, cid, c, length))
+                        copy.write_row((t, cid, c, length, bm25_weight(c, length, reference)))
             log(f"  loaded {min(size, start + batch):,} / {size:,}")
         keyword_statistics(cur, s, size, total)
     timings["load_seconds"] = time.perf_counter() - started
@@ -299,6 +324,9 @@ def bulk_load_keywords(conn: psycopg.Connection[Any], schema: str, size: int) ->
         ).format(s)
     )
     timings["postings_seconds"] = time.perf_counter() - started
+    started = time.perf_counter()
+    conn.execute(sql.SQL(IMPACT_INDEX).format(s))
+    timings["impact_seconds"] = time.perf_counter() - started
     started = time.perf_counter()
     for table in ("postings", "term_df"):
         conn.execute(sql.SQL("VACUUM ANALYZE {}.{}").format(s, sql.Identifier(table)))
