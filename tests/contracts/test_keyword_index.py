@@ -121,9 +121,10 @@ def test_top_k_ranks_as_scoring_every_posting_on_real_corpora(
     request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The team index's threshold algorithm against its exhaustive sum: the same ids,
-    order and scores (``ranked_alike``), for real questions and random vocabulary subsets at k = 1–200,
-    before and after removals and new chunks move the average length away from the
-    one the impacts were computed with; and the threshold path really answers."""
+    order and scores (``ranked_alike``), for real questions and random vocabulary
+    subsets at k = 1–200, before and after removals and new chunks move the average
+    length away from the one the impacts were computed with; and the threshold path
+    really answers."""
     index = postgres_index(request)
     assert isinstance(index, pg_keywords.PostgresKeywordIndex)
     corpus = corpus_terms()

@@ -313,7 +313,8 @@ class PostgresKeywordIndex:
         k: int,
     ) -> list[tuple[int, float]] | None:
         """The best ``k`` from each term's best postings (the module's docstring), or
-        None when that would read more than :data:`READ_SHARE` of the postings."""
+        None when that would cost more than summing every posting (:data:`READ_SHARE`,
+        :data:`PROBE_SHARE`)."""
         weight: dict[str, float] = {}  # a term's IDF times its repeats in the query
         for term, idf in zip(query.terms, query.idfs, strict=True):
             weight[term] = weight.get(term, 0.0) + idf
@@ -347,7 +348,7 @@ class PostgresKeywordIndex:
         bound = {t: bounds[t].get(d, 0.0) for t, d in plan.items()}
         if floor <= 0 or sum(bound.values()) >= floor:
             return None
-        found = cur.execute(
+        alive = cur.execute(
             self._q(_READ),
             query.args(
                 average,
@@ -360,6 +361,11 @@ class PostgresKeywordIndex:
                 k=k,
             ),
             prepare=False,
+        ).fetchall()
+        if len(alive) * len(query.terms) > PROBE_SHARE * sum(frequencies[t] for t in names):
+            return None  # probing them one by one would cost more than summing everything
+        found = cur.execute(
+            self._q(_SCORE), query.args(average, ids=[r[0] for r in alive], k=k), prepare=False
         ).fetchall()
         return [(int(r[0]), float(r[1])) for r in found]
 
@@ -377,6 +383,7 @@ SEED = 128  # a term's postings the first floor is drawn from
 SEED_ALL = 4096  # ... all of the rarest terms' while they hold this many
 TARGET = 0.9  # the planned bound of the chunks left unread, as a share of the floor
 READ_SHARE = 0.5  # beyond this share of the query's postings, every posting is summed
+PROBE_SHARE = 0.1  # ... or when the chunks left hold more postings to probe than this share
 _SLACK = 1e-6  # a bound's margin for the float rounding of impacts and sums
 _FLOOR_SLACK = 1e-9  # the floor's, for partial sums rounded in another order
 
@@ -390,6 +397,13 @@ _ORDERED = "unnest(%(terms)s::text[], %(idfs)s::float8[]) WITH ORDINALITY AS q(t
 _NAMES = "unnest(%(names)s::text[], %(weights)s::float8[]) WITH ORDINALITY AS r(term, w, i)"
 # A term's postings best first: the order of ``postings_impact``.
 _BEST = "ORDER BY p.impact DESC, p.chunk_id DESC"
+
+# One chunk's exact score (``{0}``: the chunk's row), its postings probed by the primary
+# key one by one (a lateral subquery: never a scan of a term's every posting).
+_EXACT = (
+    f"(SELECT sum({_SHARE} ORDER BY q.i) AS score FROM {_ORDERED}"
+    " JOIN {{s}}.postings p ON p.term = q.term AND p.chunk_id = {0}.chunk_id)"
+)
 
 _EXHAUSTIVE = (
     f"SELECT p.chunk_id, sum({_SHARE}) AS score FROM {_TERMS}"
@@ -406,9 +420,7 @@ _PLAN = (
     " (SELECT p.chunk_id, r.w * p.tf * %(k1p)s / (p.tf + %(k1)s * (%(omb)s + %(b)s * p.length"
     f" / %(avg)s)) AS share FROM {{s}}.postings p WHERE p.term = r.term {_BEST}"
     " LIMIT %(seeds)s[r.i]) b GROUP BY b.chunk_id ORDER BY sum(b.share) DESC LIMIT %(k)s),"
-    f" scored AS (SELECT sum({_SHARE}) AS score FROM seed CROSS JOIN {_TERMS}"
-    " JOIN {s}.postings p ON p.term = q.term AND p.chunk_id = seed.chunk_id"
-    " GROUP BY seed.chunk_id)"
+    f" scored AS (SELECT e.score FROM seed CROSS JOIN LATERAL {_EXACT.format('seed')} e)"
     " SELECT 0::bigint, 0, CASE WHEN count(*) < %(k)s THEN 0 ELSE min(score) END::float8"
     " FROM scored"
     " UNION ALL SELECT x.i, x.depth, (SELECT p.impact::float8 FROM {s}.postings p"
@@ -418,8 +430,8 @@ _PLAN = (
 
 # Reading: each term's best ``depth`` postings; the chunks met, each with its partial
 # sum and the bound of what it may still hold (the bounds of the terms it was not met
-# in); those that can reach the floor (the best of the given one and the k-th best
-# partial sum) scored exactly by the primary key; the best k.
+# in); the ids of those that can reach the floor (the best of the given one and the
+# k-th best partial sum).
 _READ = (
     "WITH r AS (SELECT * FROM unnest(%(names)s::text[], %(weights)s::float8[],"
     " %(bounds)s::float8[], %(depths)s::int[]) AS r(term, w, bound, depth)),"
@@ -432,9 +444,13 @@ _READ = (
     f" ORDER BY partial DESC OFFSET %(k)s - 1 LIMIT 1), 0)) * (1 - {_FLOOR_SLACK}) AS v),"
     " alive AS (SELECT m.chunk_id FROM met m, floor"
     " WHERE m.partial + (%(total)s - m.bounded) >= floor.v)"
-    f" SELECT a.chunk_id, sum({_SHARE} ORDER BY q.i) AS score FROM alive a CROSS JOIN {_ORDERED}"
-    " JOIN {s}.postings p ON p.term = q.term AND p.chunk_id = a.chunk_id"
-    " GROUP BY a.chunk_id ORDER BY score DESC, a.chunk_id LIMIT %(k)s"
+    " SELECT chunk_id FROM alive"
+)
+
+# The exact scores of the chunks left (``ids``), the best k.
+_SCORE = (
+    "SELECT a.chunk_id, e.score FROM unnest(%(ids)s::bigint[]) AS a(chunk_id)"
+    f" CROSS JOIN LATERAL {_EXACT.format('a')} e ORDER BY e.score DESC, a.chunk_id LIMIT %(k)s"
 )
 
 
