@@ -296,7 +296,8 @@ class PostgresKeywordIndex:
                 return []
             query = _Query(present, [bm25_idf(total, frequencies[t]) for t in present])
             average = length / total
-            if top_k and reference is not None:
+            held = sum(frequencies[t] for t in set(present))
+            if top_k and reference is not None and held >= TOP_K_FROM:
                 found = self._threshold(cur, query, frequencies, average, reference, k)
                 if found is not None:
                     return found
@@ -381,7 +382,8 @@ class PostgresKeywordIndex:
 DEPTHS = (16, 128, 1024, 8192)  # where a term's bound is read when planning
 SEED = 128  # a term's postings the first floor is drawn from
 SEED_ALL = 4096  # ... all of the rarest terms' while they hold this many
-TARGET = 0.9  # the planned bound of the chunks left unread, as a share of the floor
+TARGET = 0.6  # the planned bound of the chunks left unread, as a share of the floor
+TOP_K_FROM = 100_000  # postings a query's terms hold before the top-k search pays
 READ_SHARE = 0.5  # beyond this share of the query's postings, every posting is summed
 PROBE_SHARE = 0.1  # ... or when the chunks left hold more postings to probe than this share
 _SLACK = 1e-6  # a bound's margin for the float rounding of impacts and sums
