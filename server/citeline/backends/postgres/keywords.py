@@ -28,15 +28,27 @@ length ``A₀`` (the average of the collection's first write, kept in
 share at today's average ``A`` is at most ``impact · max(1, A/A₀)`` (a longer average
 only shrinks the length's part of the denominator, by at most ``A₀/A``), so impacts
 never have to be rewritten when the collection changes: the bound stays exact, only
-looser as the average drifts.  A search reads each query term's postings best first,
-in blocks that double (one statement a round for every term), scores each chunk it
-meets exactly (its postings of every query term, by the primary key: the same
-expression as the exhaustive sum), and stops once the ``k``-th best exact score is
-above the sum of every term's bound ``idf · last impact read · max(1, A/A₀)``: no chunk
-not yet met can reach it, so the ids, order and scores are those of scoring every
-posting.  If the rounds would score too many chunks, the search sums every posting
-instead (the same answer, as before).  All of it reads one snapshot (a repeatable
-read transaction), so a commit in between changes nothing.
+looser as the average drifts.  A search plans, reads, then scores (three statements):
+
+1. *plan*: each term's impact at a few depths (:data:`DEPTHS`) and a *floor*, the
+   k-th best exact score of the k chunks with the best partial sums over each term's
+   first postings (all of the rarest terms'); :func:`_plan` then picks how deep to
+   read each term (a rare one: all of it) so that the bounds of what stays unread,
+   ``idf · impact at that depth · max(1, A/A₀)``, sum below :data:`TARGET` of the
+   floor;
+2. *read*: those postings, summed per chunk; a chunk never met is bounded by the
+   unread bounds' sum, below the floor, so it cannot be among the best k; a chunk
+   met is kept only if its partial sum plus the bounds of the terms it was not met in
+   can reach the floor (raised to the k-th best partial sum);
+3. *score*: the chunks kept, exactly, by primary-key probes, their shares added
+   in the query's order as the exhaustive sum adds them, so the ids, order and
+   scores are those of scoring every posting.
+
+A query whose terms hold fewer than :data:`TOP_K_FROM` postings, a plan that would
+read more than :data:`READ_SHARE` of them, or too many chunks kept to probe
+(:data:`PROBE_SHARE`) sums every posting instead (the same answer).  All of it
+reads one snapshot (a repeatable read transaction), so a commit in between
+changes nothing.
 """
 
 from __future__ import annotations
