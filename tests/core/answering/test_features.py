@@ -8,6 +8,7 @@ from citeline.core.answering.features import (
     ASKS_HOW,
     ASKS_NUMBER,
     asks_how,
+    cjk_terms,
     content_characters,
     coverage,
     identifiers,
@@ -68,6 +69,9 @@ def test_question_words_and_characters() -> None:
         "core.sshCommand",
     ]
     assert content_characters("索引保存在哪里？") == set("索引保存")
+    assert cjk_terms("板球的规则是什么？") == ["板球", "规则"]
+    assert cjk_terms("怎么排除一个文件夹不备份") == ["排除", "文件夹不备份"]
+    assert cjk_terms("restic 能备份吗 S3") == ["能备份"] and cjk_terms("What is it?") == []
     assert ASKS_NUMBER.search("How many moons?") and ASKS_NUMBER.search("索引有多大？")
     assert ASKS_HOW.search("How do I rotate keys?") and not ASKS_HOW.search("Why is it slow?")
     # a task typed without a question word asks how, a yes/no question does not

@@ -39,3 +39,11 @@ def test_chinese_questions_get_the_models_fitted_on_their_embedding_models_evide
     assert e5.answerable.weights[hit_dense] > 0.0  # e5's carry signal
     for other in ("all-MiniLM-L6-v2", None):
         assert cjk_models(other) is CJK
+
+
+def test_only_the_cjk_models_have_an_off_topic_floor() -> None:
+    # the English gate is retrieval's; for CJK questions (a low keyword gate) the
+    # answerability below the floor is off the topic, per embedding model
+    assert ENGLISH.floor == 0.0
+    assert 0.0 < CJK.floor < CJK.threshold
+    assert 0.0 < CJK_MULTILINGUAL.floor < CJK_MULTILINGUAL.threshold

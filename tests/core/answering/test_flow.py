@@ -200,8 +200,24 @@ def test_a_keyword_only_question_the_scorer_finds_off_topic_is_refused() -> None
     generator = ScriptedGenerator("unused")
     ctx = context(EXTRACTIVE, generator, [], threshold=1.0)
     ctx.dense_for_cjk = False  # the embedder does not read Chinese: keywords alone
-    ctx.settings = AnswerSettings(min_answerable_keyword_only=1.0)
+    ctx.scorer.cjk = dataclasses.replace(ctx.scorer.cjk, floor=1.0)
     answer = ask("咖啡机多久除垢一次？", ctx)
     assert answer.refused and answer.refusal == "off_topic" and answer.citations == []
-    ctx.settings = AnswerSettings(min_answerable_keyword_only=0.0)
+    ctx.scorer.cjk = dataclasses.replace(ctx.scorer.cjk, floor=0.0)
     assert ask("咖啡机多久除垢一次？", ctx).grade in ("answer", "closest")
+
+
+def test_a_keyword_only_cjk_question_whose_terms_no_document_holds_is_refused() -> None:
+    generator = ScriptedGenerator("unused")
+    known = {"咖啡", "啡机", "除垢"}
+    ctx = context(EXTRACTIVE, generator, [], unknown=lambda terms: set(terms) - known)
+    ctx.dense_for_cjk = False
+    ctx.scorer.cjk = dataclasses.replace(ctx.scorer.cjk, floor=0.0)
+    # half its content terms ("板球") are in no document: refused, the nearest named
+    answer = ask("板球的规则是什么？", ctx)
+    assert answer.refused and answer.refusal == "unknown_term" and "kitchen.md" in answer.text
+    # one content term of three missing: answered from the evidence
+    assert ask("咖啡机怎样除垢和保养？", ctx).grade in ("answer", "closest")
+    # an embedder that reads Chinese matches it by meaning: not refused for its words
+    ctx.dense_for_cjk = True
+    assert not ask("板球的规则是什么？", ctx).refused

@@ -98,3 +98,21 @@ def test_missing_terms_are_the_identifiers_and_names_no_document_contains() -> N
     assert scorer.missing_terms("SHA-999 是什么？", cjk=True) == ["sha999"]
     assert scorer.missing_terms("1998年世界杯的冠军是哪支球队？", cjk=True) == []
     assert UnitScorer(idf).missing_terms("Where is core.indexPath stored?", cjk=False) == []
+
+
+def test_a_keyword_only_cjk_question_misses_the_terms_no_document_holds() -> None:
+    index = {"规则", "什么", "备份", "文件", "件夹", "restic", "s3"}
+
+    def unknown(terms: Sequence[str]) -> set[str]:
+        return {t for t in terms if t not in index}
+
+    scorer = UnitScorer(idf, unknown_terms=unknown)
+    # read by keywords alone: "板球" (one of its two content terms) occurs nowhere
+    assert scorer.missing_terms("板球的规则是什么？", cjk=True, keyword_only=True) == ["板球"]
+    # a term is missing only when none of its bigrams occurs ("文件夹" has "文件")
+    assert scorer.missing_terms("怎么备份文件夹？", cjk=True, keyword_only=True) == []
+    # fewer than half missing: the scorer weighs it ("Glacier" of four terms)
+    question = "restic 能备份到 S3 Glacier 吗"
+    assert scorer.missing_terms(question, cjk=True, keyword_only=True) == []
+    # an embedder that reads Chinese matches by meaning: only identifiers count then
+    assert scorer.missing_terms("板球的规则是什么？", cjk=True) == []

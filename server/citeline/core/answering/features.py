@@ -181,6 +181,23 @@ def local_weights(question: set[str], units: Sequence[set[str]]) -> dict[str, fl
     return {item: math.log((n + 1) / (sum(item in u for u in units) + 0.5)) for item in question}
 
 
+def cjk_terms(question: str) -> list[str]:
+    """A CJK question's content terms: its CJK runs cut at question characters
+    (``什么``, ``的``, ``是``…), those of two characters or more ("板球的规则是什么？":
+    ``板球``, ``规则``)."""
+    out: list[str] = []
+    for run in CJK_RUN.findall(question):
+        term = ""
+        for ch in run + "的":  # a question character ends the last term too
+            if ch in _CJK_QUESTION_CHARS:
+                if len(term) >= 2:
+                    out.append(term)
+                term = ""
+            else:
+                term += ch
+    return list(dict.fromkeys(out))
+
+
 def content_characters(question: str) -> set[str]:
     chars = {c for run in CJK_RUN.findall(question) for c in run}
     return chars - _CJK_QUESTION_CHARS

@@ -65,7 +65,11 @@ class Models:
     """What is fitted for one kind of question (English, or CJK).
 
     ``threshold``: the evidence answers the question when ``answerable`` says at
-    least this.  ``relative``: units after the first must reach this share of the
+    least this.  ``floor``: below this answerability the evidence is off the topic
+    and the question is refused (0: never; the retrieval gate decides alone).  It is
+    per model because each answerability model is fitted on its own evidence: the
+    CJK gate lets in any passage sharing a few bigrams, so for Chinese the scorer is
+    the off-topic gate.  ``relative``: units after the first must reach this share of the
     first one's probability (up to four units).  ``opening_brings_next``: a chosen
     sentence that opens its passage brings the unit after it (``extractive.select``).
     """
@@ -76,6 +80,7 @@ class Models:
     threshold: float = 0.5
     relative: float = 0.2
     opening_brings_next: bool = False
+    floor: float = 0.0
 
 
 # Fitted by benchmarks/tune_answers.py on the tuning splits (docs/quality.md): English
@@ -153,6 +158,11 @@ CJK = Models(
     answerable=Weights(-5.017, (8.429, -4.06, 2.325, -3.286, 0.0, 10.013, -0.162, 0.0)),
     threshold=0.202,
     relative=0.0,
+    # Read by keywords alone (the bundled English embedder does not read Chinese):
+    # general-knowledge questions score 0.02-0.07 on the everyday tune split; with
+    # the rule for CJK terms no document contains (``UnitScorer.missing_terms``)
+    # refusing most of them, 0.04 is enough (docs/quality.md, "Refusal").
+    floor=0.04,
 )
 # CJK questions when multilingual-e5-small serves the folder: the same lexical model,
 # and the answerability model refitted over that model's fused evidence on CMRC 2018
@@ -166,6 +176,11 @@ CJK_MULTILINGUAL = Models(
     answerable=Weights(-9.095, (7.178, -0.438, 1.501, -3.156, 11.915, 5.161, -0.312, 0.0)),
     threshold=0.24,
     relative=0.0,
+    # e5 lets a Chinese general-knowledge question past the gate on any Chinese
+    # corpus (its hits' keyword scores pass 0.1 and its cosines 0.3-0.4); on CMRC 2018
+    # trial those score 0.01-0.26 here, and 0.8% of answerable questions below 0.1
+    # (docs/quality.md, "Refusal").
+    floor=0.1,
 )
 
 #: The CJK models fitted for a bundled embedding model's scores, by its name (the

@@ -4,8 +4,11 @@
    none, the documents are off the topic: refuse at once, naming the nearest
    passages.
 2. When the question hinges on a term that no document contains (an identifier
-   such as ``core.sshCommand``, or jargon the embedder does not know whole),
-   refuse too: no passage can answer it (``scoring.UnitScorer.missing_terms``).
+   such as ``core.sshCommand``, jargon the embedder does not know whole, or, for
+   a CJK question read by keywords alone, half its content terms), refuse too: no
+   passage can answer it (``scoring.UnitScorer.missing_terms``).  Evidence whose
+   answerability is below the model's floor (``fitted.Models.floor``, CJK only) is
+   off the topic: refused.
 3. Otherwise the evidence is on the topic and the answer is made from it.  Every
    unit of the evidence is scored against the question (``scoring``), and the
    answerability model grades the answer: ``answer`` when the evidence likely
@@ -160,14 +163,14 @@ def ask(question: str, ctx: AskContext) -> Answer:
     if not above:
         return state.refusal(Refusal.OFF_TOPIC)
     candidates = distinct_evidence(above, settings)
-    if ctx.scorer.missing_terms(question, cjk=cjk):
+    use_dense = ctx.dense_for_cjk or not cjk
+    if ctx.scorer.missing_terms(question, cjk=cjk, keyword_only=not use_dense):
         return state.refusal(Refusal.UNKNOWN_TERM, candidates)
 
-    use_dense = ctx.dense_for_cjk or not cjk
     scored = ctx.scorer.score(question, candidates, cjk=cjk, use_dense=use_dense)
-    if not use_dense and scored.answerable < settings.min_answerable_keyword_only:
-        # Read by keywords alone (CJK bigrams, a low gate), passages this unlikely to
-        # answer are off the topic: the scorer is the gate there (docs/quality.md).
+    if scored.off_topic:
+        # The CJK gate is low (bigrams match partially): passages this unlikely to
+        # answer are off the topic, the model's floor (``fitted.Models.floor``).
         return state.refusal(Refusal.OFF_TOPIC, candidates)
     extract = select(scored)
     state.timings["selection"] = state.elapsed()

@@ -27,6 +27,7 @@ from citeline.core.answering.features import (
     NUMBER,
     CountTokens,
     asks_how,
+    cjk_terms,
     content_characters,
     coverage,
     embedding_input,
@@ -83,6 +84,11 @@ class Scored:
     def answered(self) -> bool:
         return bool(self.units) and self.answerable >= self.models.threshold
 
+    @property
+    def off_topic(self) -> bool:
+        """Below the model's floor: the evidence is off the question's topic."""
+        return self.answerable < self.models.floor
+
 
 class UnitScorer:
     """Scores the units of evidence blocks against a question.
@@ -113,7 +119,7 @@ class UnitScorer:
         self.english = english
         self.cjk = cjk
 
-    def missing_terms(self, question: str, *, cjk: bool) -> list[str]:
+    def missing_terms(self, question: str, *, cjk: bool, keyword_only: bool = False) -> list[str]:
         """What the question names that no document of the index contains: its
         identifiers (``core.sshCommand``, ``SHA-256``, ``WireGuard``), and in English
         the names it capitalises inside the sentence that the embedder's tokenizer
@@ -121,9 +127,17 @@ class UnitScorer:
         thing, so no passage can answer it.  (A lower-case word the tokenizer splits
         is often an inflection, ``rewrote``, or a spelling the documents lack, and
         two capitals a unit or short form, ``GB``: the answer scorer weighs those,
-        ``missing_jargon``.)"""
+        ``missing_jargon``.)  A CJK question read by keywords alone (``keyword_only``:
+        the embedder does not read it) is also missing the content terms
+        (``features.cjk_terms``) none of whose bigrams the index holds, when they are
+        at least half of its content terms and words: keywords are all that can match
+        it ("板球的规则是什么？" over manuals without "板球")."""
         if self.unknown_terms is None:
             return []
+        if cjk and keyword_only:
+            missing = self._missing_cjk_terms(question)
+            if missing:
+                return missing
         names = {t: t for t in identifiers(question)}
         if not cjk and self.count_tokens is not None:
             for word in question_words(question)[1:]:
@@ -139,6 +153,22 @@ class UnitScorer:
             return []
         unknown = self.unknown_terms(sorted(names))
         return [names[t] for t in sorted(unknown)]
+
+    def _missing_cjk_terms(self, question: str) -> list[str]:
+        assert self.unknown_terms is not None
+        runs = cjk_terms(question)
+        words = [w for w in question_words(question) if keywords.terms(w)]
+        if not runs:
+            return []
+        bigrams = {run: [run[i : i + 2] for i in range(len(run) - 1)] for run in runs}
+        every = sorted(
+            {b for bs in bigrams.values() for b in bs}
+            | {t for w in words for t in keywords.terms(w)}
+        )
+        unknown = self.unknown_terms(every)
+        missing = [run for run in runs if all(b in unknown for b in bigrams[run])]
+        missing += [w for w in words if all(t in unknown for t in keywords.terms(w))]
+        return missing if missing and 2 * len(missing) >= len(runs) + len(words) else []
 
     def features(
         self, question: str, evidence: Sequence[Evidence], *, cjk: bool

@@ -39,10 +39,6 @@ class AnswerSettings:
     min_joint_score: float = 0.3
     min_joint_keyword_score: float = 0.45
     min_joint_total: float = 0.85  # and the best cosine + the best keyword score
-    # A question the embedder cannot read (CJK with the bundled English model) passes
-    # the low keyword gate on any document in its script; below this answerability
-    # its passages are off the topic (general-knowledge questions score 0.02-0.07).
-    min_answerable_keyword_only: float = 0.08
     max_evidence: int = 4
     max_answer_tokens: int = 256
     temperature: float = 0.1
