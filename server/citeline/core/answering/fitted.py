@@ -66,8 +66,9 @@ class Models:
 
     ``threshold``: the evidence answers the question when ``answerable`` says at
     least this.  ``relative``: units after the first must reach this share of the
-    first one's probability (up to four units).  ``opening_brings_next``: a chosen
-    sentence that opens its passage brings the unit after it (``extractive.select``).
+    first one's probability (up to ``extractive.MAX_UNITS`` units).
+    ``opening_brings_next``: a chosen sentence that opens its passage brings the
+    unit after it (``extractive.select``).
     """
 
     lexical: Weights  # over FEATURES
