@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from citeline.core.answering.extractive import compose, renumber, select
+from citeline.core.answering.extractive import MAX_UNITS, compose, renumber, select
 from citeline.core.answering.fitted import ENGLISH
 from citeline.core.answering.results import Evidence
 from citeline.core.answering.scoring import Scored, ScoredUnit
@@ -50,6 +50,15 @@ def test_units_under_the_relative_cut_stay_out() -> None:
         scored(units, {"Gamma is third.": 2.0, "Alpha is first.": -2.0}), parts=2
     )
     assert {"Alpha is first.", "Gamma is third."} <= set(texts(select(two).units))
+
+
+def test_up_to_five_units_are_chosen_on_their_own_score() -> None:
+    sentences = [f"Sentence number {k} stands alone." for k in range(7)]
+    units = block(1, "\n\n".join(sentences))
+    logits = {text: 2.0 - 0.1 * k for k, text in enumerate(sentences)}
+    result = select(scored(units, logits, relative=0.0))
+    assert MAX_UNITS == 5
+    assert texts(result.units) == sentences[:MAX_UNITS]
 
 
 def test_a_dependent_sentence_brings_the_one_before_it() -> None:

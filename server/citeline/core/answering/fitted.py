@@ -70,7 +70,7 @@ class Models:
     per model because each answerability model is fitted on its own evidence: the
     CJK gate lets in any passage sharing a few bigrams, so for Chinese the scorer is
     the off-topic gate.  ``relative``: units after the first must reach this share of the
-    first one's probability (up to four units).  ``opening_brings_next``: a chosen
+    first one's probability (up to ``extractive.MAX_UNITS`` units).  ``opening_brings_next``: a chosen
     sentence that opens its passage brings the unit after it (``extractive.select``).
     """
 
