@@ -69,9 +69,10 @@ class Models:
     and the question is refused (0: never; the retrieval gate decides alone).  It is
     per model because each answerability model is fitted on its own evidence: the
     CJK gate lets in any passage sharing a few bigrams, so for Chinese the scorer is
-    the off-topic gate.  ``relative``: units after the first must reach this share of the
-    first one's probability (up to ``extractive.MAX_UNITS`` units).  ``opening_brings_next``: a chosen
-    sentence that opens its passage brings the unit after it (``extractive.select``).
+    the off-topic gate.  ``relative``: units after the first must reach this share of
+    the first one's probability (up to ``extractive.MAX_UNITS`` units).
+    ``opening_brings_next``: a chosen sentence that opens its passage brings the unit
+    after it (``extractive.select``).
     """
 
     lexical: Weights  # over FEATURES
