@@ -186,7 +186,7 @@ async def test_a_start_takes_the_recorded_model_and_decides_again_after_changes(
     workers = Workers()
     events = RecordingEvents()
     fake = CatchUpWorkspace()
-    scheduler = IngestScheduler(workers, events, lambda folder: fake)  # type: ignore[arg-type,return-value]
+    scheduler = IngestScheduler(workers, events, FakeBackends(fake))  # type: ignore[arg-type]
     try:
         folder = Folders(workers, scheduler, events).add(docs)
         assert folder.settings.embedding.bundled == MINILM  # the record, not a walk
