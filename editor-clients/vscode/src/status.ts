@@ -7,7 +7,7 @@ import * as vscode from 'vscode';
 import { hasDocumentsFolder } from './config';
 import { ReindexMethod, type ReindexResult } from './protocol';
 import type { CitelineServer } from './server';
-import { folderName, plural, renderStatusMarkdown, statusItemVisible, summarizeStatus } from './statusModel';
+import { folderName, plural, renderStatusMarkdown, summarizeStatus } from './statusModel';
 
 export const STATUS_SCHEME = 'citeline-status';
 const STATUS_URI = vscode.Uri.from({ scheme: STATUS_SCHEME, path: '/Citeline Status.md' });
@@ -29,19 +29,14 @@ export class StatusUi implements vscode.Disposable, vscode.TextDocumentContentPr
       server.onDidChange(() => this.update()),
     );
     this.update();
+    this.item.show();
   }
 
   private update(): void {
-    const expectFolders = hasDocumentsFolder();
-    const s = summarizeStatus(this.server.status, this.server.progress, this.server.state, { expectFolders });
+    const s = summarizeStatus(this.server.status, this.server.progress, this.server.state, { expectFolders: hasDocumentsFolder() });
     this.item.text = s.text;
     this.item.tooltip = s.tooltip;
     this.item.backgroundColor = s.overall === 'error' ? new vscode.ThemeColor('statusBarItem.errorBackground') : undefined;
-    if (statusItemVisible(this.server.state, expectFolders)) {
-      this.item.show();
-    } else {
-      this.item.hide();
-    }
     this.changed.fire(STATUS_URI);
   }
 

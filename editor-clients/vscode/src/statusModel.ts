@@ -91,15 +91,6 @@ function folderLine(f: FolderStatus): string {
   return line;
 }
 
-/**
- * Whether the status bar item shows: once a server runs, starts or failed, or when a folder
- * should be served. A window with no documents folder (nothing marked, nothing named) and
- * no server shows nothing of Citeline.
- */
-export function statusItemVisible(client: ClientState, expectFolders: boolean): boolean {
-  return expectFolders || client !== 'stopped';
-}
-
 /** Folds the folders' states (and the client's) into one status bar state. */
 export function summarizeStatus(
   status: StatusResult | undefined,
