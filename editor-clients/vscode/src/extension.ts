@@ -38,7 +38,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   const setup = new ServerSetup(context, s.output);
   s.locate = (cmd, offer) => setup.locate(cmd, offer);
   registerSetupFeatures(context, s, setup);
-  registerAnswerFeatures(context, s, asker);
+  registerAnswerFeatures(context, s, asker, () => status.sidebarShown());
   void s.startIfUseful();
 }
 

@@ -14,6 +14,7 @@ import * as vscode from 'vscode';
 
 import {
   choosePython,
+  interpreterOf,
   failureLine,
   installSteps,
   megabytes,
@@ -23,6 +24,7 @@ import {
   serveWith,
   serveWithPython,
   type PythonCandidate,
+  type PythonExtensionApi,
   type Wheelhouse,
 } from './serverSetup';
 import { SECTION, type ServerCommand } from './settings';
@@ -104,18 +106,31 @@ export class ServerSetup {
     return this.offering;
   }
 
-  /** The Python extension's selected interpreter, when it has Citeline. */
+  /**
+   * The Python extension's selected interpreter, when it has Citeline. Read through the
+   * API `ms-python.python` exports: `environments.getActiveEnvironmentPath(resource)`
+   * (`{ id, path }`), else the older `settings.getExecutionDetails(resource).execCommand`;
+   * `ready` is awaited first (bounded), as its documentation asks.
+   */
   private async pythonExtensionServer(): Promise<ServerCommand | undefined> {
     const ext = vscode.extensions.getExtension('ms-python.python');
     if (!ext) {
       return undefined;
     }
     try {
-      const api = (ext.isActive ? ext.exports : await ext.activate()) as
-        | { environments?: { getActiveEnvironmentPath?: (resource?: vscode.Uri) => { path: string } } }
-        | undefined;
-      const python = api?.environments?.getActiveEnvironmentPath?.(vscode.workspace.workspaceFolders?.[0]?.uri)?.path;
-      if (!python || !exists(python)) {
+      const api = (ext.isActive ? ext.exports : await ext.activate()) as PythonExtensionApi | undefined;
+      if (api?.ready) {
+        await Promise.race([api.ready, new Promise((r) => setTimeout(r, 10_000))]);
+      }
+      const resource = vscode.workspace.workspaceFolders?.[0]?.uri;
+      const python = interpreterOf(api, resource, exists, (p) => {
+        try {
+          return fs.statSync(p).isDirectory();
+        } catch {
+          return false;
+        }
+      });
+      if (!python) {
         return undefined;
       }
       const probe = await run(python, ['-c', 'import citeline.cli'], 20_000);
@@ -123,6 +138,7 @@ export class ServerSetup {
         this.output.appendLine(`[client] the Python extension's interpreter has Citeline: ${python}`);
         return serveWithPython(python, "the Python extension's interpreter");
       }
+      this.output.appendLine(`[client] the Python extension's interpreter has no Citeline: ${python}`);
     } catch (error) {
       this.output.appendLine(`[client] the Python extension's interpreter: ${String(error)}`);
     }

@@ -68,6 +68,7 @@ export class CitelineServer implements vscode.Disposable {
       this.output,
       this.changed,
       vscode.workspace.onDidChangeConfiguration((e) => this.onConfigurationChanged(e)),
+      vscode.workspace.onDidChangeWorkspaceFolders((e) => this.onWorkspaceFoldersChanged(e)),
     );
   }
 
@@ -402,8 +403,55 @@ export class CitelineServer implements vscode.Disposable {
     return client.onProgress(new ProgressType<P>(), token, handler);
   }
 
+  /**
+   * A folder added to the window is served when it holds a marker: the running server
+   * hears of it from the language client (`workspace/didChangeWorkspaceFolders`, which
+   * applies the folder-selection rule), and a window that had no server starts one. A
+   * folder removed stops being served the same way; when the window is left with no
+   * documents folder and the server serves none, the server process stops.
+   */
+  private onWorkspaceFoldersChanged(e: vscode.WorkspaceFoldersChangeEvent): void {
+    const names = (fs: readonly vscode.WorkspaceFolder[]): string => fs.map((f) => f.uri.fsPath).join(', ') || 'none';
+    this.output.appendLine(`[client] workspace folders changed: added ${names(e.added)}; removed ${names(e.removed)}`);
+    const wanted = hasDocumentsFolder();
+    if (!this.client) {
+      if (wanted) {
+        void this.start();
+      }
+      return;
+    }
+    if (wanted || e.removed.length === 0) {
+      return;
+    }
+    // The server may still serve a folder the user asked for outside the window ("Index
+    // This Folder…"): stop only once it reports serving none (it hears of the removal from
+    // the language client, so its status can lag a little).
+    void this.stopWhenServingNone(10);
+  }
+
+  private async stopWhenServingNone(tries: number): Promise<void> {
+    for (let i = 0; i < tries; i++) {
+      await new Promise((r) => setTimeout(r, 1000));
+      const client = this.client;
+      if (!client || hasDocumentsFolder()) {
+        return;
+      }
+      const status = await this.refreshStatus();
+      if (client === this.client && status && status.folders.length === 0) {
+        this.output.appendLine('[client] no documents folder is left in this window: stopping the server');
+        await this.stop();
+        return;
+      }
+    }
+  }
+
   private onConfigurationChanged(e: vscode.ConfigurationChangeEvent): void {
     if (!e.affectsConfiguration(SECTION)) {
+      return;
+    }
+    if (!this.client && e.affectsConfiguration(`${SECTION}.folders`) && hasDocumentsFolder()) {
+      // citeline.folders now names a folder in a window that had no server.
+      void this.start();
       return;
     }
     if (needsRestart((key) => e.affectsConfiguration(key))) {

@@ -55,6 +55,47 @@ export function serveWithPython(python: string, source: ServerCommand['source'])
   return { command: python, args: ['-m', 'citeline.cli', 'serve'], source };
 }
 
+/**
+ * The part of the API the Python extension (`ms-python.python`) exports that Citeline
+ * reads (its documented surface: `ready`, `environments.getActiveEnvironmentPath`,
+ * `settings.getExecutionDetails`).
+ */
+export interface PythonExtensionApi {
+  ready?: Promise<void>;
+  environments?: { getActiveEnvironmentPath?: (resource?: unknown) => { id?: string; path?: string } | undefined };
+  settings?: { getExecutionDetails?: (resource?: unknown) => { execCommand?: string[] | undefined } | undefined };
+}
+
+/**
+ * The interpreter the Python extension has selected, as an existing file: the active
+ * environment's path (an environment folder is taken to its `bin/python`), else the
+ * first word of the execution command. Undefined when neither names one.
+ */
+export function interpreterOf(
+  api: PythonExtensionApi | undefined,
+  resource: unknown,
+  exists: (p: string) => boolean,
+  isDir: (p: string) => boolean = () => false,
+  platform: NodeJS.Platform = process.platform,
+): string | undefined {
+  const candidates: string[] = [];
+  const active = api?.environments?.getActiveEnvironmentPath?.(resource)?.path;
+  if (typeof active === 'string' && active) {
+    candidates.push(active);
+  }
+  const exec = api?.settings?.getExecutionDetails?.(resource)?.execCommand;
+  if (Array.isArray(exec) && typeof exec[0] === 'string' && exec[0]) {
+    candidates.push(exec[0]);
+  }
+  for (const c of candidates) {
+    const python = isDir(c) ? (platform === 'win32' ? path.join(c, 'python.exe') : path.join(c, 'bin', 'python')) : c;
+    if (path.isAbsolute(python) && exists(python)) {
+      return python;
+    }
+  }
+  return undefined;
+}
+
 export interface Wheelhouse {
   /** The citeline wheel's file name, undefined when the folder has none. */
   citeline: string | undefined;

@@ -247,8 +247,8 @@ async function pauseOrResume(server: CitelineServer, method: typeof PauseIndexin
   void server.refreshStatus();
 }
 
-/** Registers the sidebar's views and commands. */
-export function registerSidebar(context: vscode.ExtensionContext, server: CitelineServer, asker: Asker): void {
+/** Registers the sidebar's views and commands; `onShown` runs when one of its views becomes visible. */
+export function registerSidebar(context: vscode.ExtensionContext, server: CitelineServer, asker: Asker, onShown: () => void = () => undefined): void {
   const history = new HistoryClient(server);
   const folders = new FoldersView(server);
   const problems = new ProblemsView(server);
@@ -293,6 +293,9 @@ export function registerSidebar(context: vscode.ExtensionContext, server: Citeli
     problems,
     recent,
     server.onDidChange(onServer),
+    // Without a server the Folders view lists the window's folders: keep it in step with them.
+    vscode.workspace.onDidChangeWorkspaceFolders(() => folders.refresh()),
+    ...[foldersView, problemsView, recent.view].map((v) => v.onDidChangeVisibility((e) => e.visible && onShown())),
     asker.onDidFinish(() => void recent.reload()),
     vscode.commands.registerCommand('citeline.cancelIndexing', async (node?: FolderNode) => {
       const token = node && node.kind === 'indexing' ? node.token : undefined;
@@ -354,4 +357,7 @@ export function registerSidebar(context: vscode.ExtensionContext, server: Citeli
     }),
   );
   onServer();
+  if ([foldersView, problemsView, recent.view].some((v) => v.visible)) {
+    onShown();
+  }
 }

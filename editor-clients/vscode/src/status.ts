@@ -7,7 +7,7 @@ import * as vscode from 'vscode';
 import { hasDocumentsFolder } from './config';
 import { ReindexMethod, type ReindexResult } from './protocol';
 import type { CitelineServer } from './server';
-import { folderName, plural, renderStatusMarkdown, summarizeStatus } from './statusModel';
+import { folderName, plural, renderStatusMarkdown, statusItemVisible, summarizeStatus } from './statusModel';
 
 export const STATUS_SCHEME = 'citeline-status';
 const STATUS_URI = vscode.Uri.from({ scheme: STATUS_SCHEME, path: '/Citeline Status.md' });
@@ -17,6 +17,8 @@ export class StatusUi implements vscode.Disposable, vscode.TextDocumentContentPr
   private readonly changed = new vscode.EventEmitter<vscode.Uri>();
   readonly onDidChange = this.changed.event;
   private readonly disposables: vscode.Disposable[] = [];
+  /** The user opened Citeline's sidebar in this window (the item then stays). */
+  private sidebarOpened = false;
 
   constructor(private readonly server: CitelineServer) {
     this.item = vscode.window.createStatusBarItem('citeline.status', vscode.StatusBarAlignment.Left, 10);
@@ -27,16 +29,31 @@ export class StatusUi implements vscode.Disposable, vscode.TextDocumentContentPr
       this.changed,
       vscode.workspace.registerTextDocumentContentProvider(STATUS_SCHEME, this),
       server.onDidChange(() => this.update()),
+      // A folder added to or removed from the window can make it one with a documents folder or without.
+      vscode.workspace.onDidChangeWorkspaceFolders(() => this.update()),
     );
     this.update();
-    this.item.show();
+  }
+
+  /** Called when a Citeline view becomes visible: from then on the item shows. */
+  sidebarShown(): void {
+    if (!this.sidebarOpened) {
+      this.sidebarOpened = true;
+      this.update();
+    }
   }
 
   private update(): void {
-    const s = summarizeStatus(this.server.status, this.server.progress, this.server.state, { expectFolders: hasDocumentsFolder() });
+    const expectFolders = hasDocumentsFolder();
+    const s = summarizeStatus(this.server.status, this.server.progress, this.server.state, { expectFolders });
     this.item.text = s.text;
     this.item.tooltip = s.tooltip;
     this.item.backgroundColor = s.overall === 'error' ? new vscode.ThemeColor('statusBarItem.errorBackground') : undefined;
+    if (statusItemVisible(this.server.state, expectFolders, this.sidebarOpened)) {
+      this.item.show();
+    } else {
+      this.item.hide();
+    }
     this.changed.fire(STATUS_URI);
   }
 

@@ -91,6 +91,16 @@ function folderLine(f: FolderStatus): string {
   return line;
 }
 
+/**
+ * Whether the status bar item shows: when a folder should be served, once a server runs,
+ * starts or failed, or once the user opened Citeline's sidebar in this window. A window
+ * with no documents folder (nothing marked, nothing named), no server and no Citeline view
+ * opened shows nothing of Citeline.
+ */
+export function statusItemVisible(client: ClientState, expectFolders: boolean, sidebarOpened = false): boolean {
+  return expectFolders || sidebarOpened || client !== 'stopped';
+}
+
 /** Folds the folders' states (and the client's) into one status bar state. */
 export function summarizeStatus(
   status: StatusResult | undefined,
@@ -99,6 +109,14 @@ export function summarizeStatus(
   options: { expectFolders?: boolean } = {},
 ): StatusSummary {
   const click = 'Click for details.';
+  if (client === 'stopped' && options.expectFolders === false) {
+    // No server, and nothing in this window asks for one (the sidebar was opened).
+    return {
+      overall: 'empty',
+      text: '$(book) Citeline: no folder',
+      tooltip: `No folder here has a citeline.toml or .citeline/, and citeline.folders names none: no server runs. Index a folder from the Citeline sidebar ("Index This Folder"). ${click}`,
+    };
+  }
   if (client === 'stopped') {
     return { overall: 'stopped', text: '$(circle-slash) Citeline: stopped', tooltip: `The Citeline server is not running. ${click}` };
   }

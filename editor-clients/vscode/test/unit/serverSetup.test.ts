@@ -6,6 +6,7 @@ import { test } from 'node:test';
 
 import {
   choosePython,
+  interpreterOf,
   failureLine,
   installSteps,
   isMarked,
@@ -124,4 +125,25 @@ test('a stopped folder is told once per message, with the fix for a model or an 
   // The next status with the same errors tells nothing; a new message is told.
   assert.deepEqual(stoppedFolderNotices([folder('file:///home/u/notes', 'error', 'embedding model /m/e5.gguf is missing')], told), []);
   assert.equal(stoppedFolderNotices([folder('file:///home/u/notes', 'error', 'another problem')], told).length, 1);
+});
+
+test("the Python extension's interpreter: the active environment, else the execution command", () => {
+  const present = new Set(['/envs/a/bin/python', '/usr/bin/python3.12']);
+  const exists = (p: string): boolean => present.has(p);
+  const isDir = (p: string): boolean => p === '/envs/a';
+  assert.equal(interpreterOf({ environments: { getActiveEnvironmentPath: () => ({ id: 'a', path: '/envs/a/bin/python' }) } }, undefined, exists), '/envs/a/bin/python');
+  // An environment folder (as conda environments are reported): its bin/python.
+  assert.equal(interpreterOf({ environments: { getActiveEnvironmentPath: () => ({ id: 'a', path: '/envs/a' }) } }, undefined, exists, isDir, 'linux'), '/envs/a/bin/python');
+  // The older API, or an active path that does not exist.
+  const older = { settings: { getExecutionDetails: () => ({ execCommand: ['/usr/bin/python3.12'] }) } };
+  assert.equal(interpreterOf(older, undefined, exists), '/usr/bin/python3.12');
+  assert.equal(interpreterOf({ ...older, environments: { getActiveEnvironmentPath: () => ({ path: '/gone/python' }) } }, undefined, exists), '/usr/bin/python3.12');
+  // A bare name ("python", the default before one is selected) is not an interpreter to probe.
+  assert.equal(interpreterOf({ environments: { getActiveEnvironmentPath: () => ({ id: 'p', path: 'python' }) } }, undefined, () => true), undefined);
+  assert.equal(interpreterOf(undefined, undefined, exists), undefined);
+  assert.equal(interpreterOf({ settings: { getExecutionDetails: () => ({ execCommand: undefined }) } }, undefined, exists), undefined);
+  // The resource asked about is the one given.
+  let asked: unknown;
+  interpreterOf({ environments: { getActiveEnvironmentPath: (r) => ((asked = r), { path: '/envs/a/bin/python' }) } }, 'file:///ws', exists);
+  assert.equal(asked, 'file:///ws');
 });

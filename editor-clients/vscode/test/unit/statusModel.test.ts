@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 
 import type { FolderStatus, StatusResult } from '../../src/protocol';
-import { folderName, joinUri, renderStatusMarkdown, summarizeStatus } from '../../src/statusModel';
+import { folderName, joinUri, renderStatusMarkdown, statusItemVisible, summarizeStatus } from '../../src/statusModel';
 
 function folder(over: Partial<FolderStatus> = {}): FolderStatus {
   return { uri: 'file:///home/me/notes', state: 'ready', files: 8, chunks: 120, pending: 0, errors: [], ...over };
@@ -18,6 +18,21 @@ test('client states come first', () => {
   const failed = summarizeStatus(undefined, undefined, 'failed');
   assert.equal(failed.overall, 'error');
   assert.match(failed.tooltip, /Show Logs/);
+});
+
+test('a window with no documents folder and no server shows no status item', () => {
+  assert.equal(statusItemVisible('stopped', false), false);
+  assert.equal(statusItemVisible('stopped', true), true);
+  for (const state of ['starting', 'running', 'failed'] as const) {
+    assert.equal(statusItemVisible(state, false), true, state);
+  }
+});
+
+test('the status item shows once the user opened the sidebar, although nothing is served', () => {
+  // The sidebar lists the window's folders as "not served" with Index This Folder: the
+  // status bar then says there is nothing served rather than nothing at all.
+  assert.equal(statusItemVisible('stopped', false, true), true);
+  assert.equal(statusItemVisible('stopped', false, false), false);
 });
 
 test('ready with file and chunk counts summed over folders', () => {
