@@ -51,7 +51,8 @@ LAYERS: dict[str, Layer] = {
     "citeline.backends": layer("citeline.core", "numpy faiss llama_cpp psycopg"),
     "citeline.models": layer("citeline citeline.cache citeline.core", "numpy gguf safetensors"),
     "citeline.settings": layer("citeline.core citeline.models"),
-    "citeline.service": layer("citeline.core citeline.settings", "watchdog"),
+    # the wire's shapes are what the service's values become as JSON
+    "citeline.service": layer("citeline.core citeline.settings citeline.wire", "watchdog"),
     "citeline.wire": layer("citeline.core"),
     # measures the core's own rules on datasets, through the workspace
     "citeline.evaluation": layer("citeline.core citeline.service"),
