@@ -19,6 +19,7 @@ import functools
 import logging
 import threading
 import weakref
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
@@ -196,36 +197,29 @@ class ModelPool:
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def embedder(self, settings: EmbeddingSettings) -> Embedder:
-        key = _embedder_key(settings)
-        with self._lock:
-            found = self.embedders.get(key)
-        if found is None:
-            made = make_embedder(key)
-            with self._lock:
-                found = self.embedders.setdefault(key, made)
-        return found
+        return self._loaded(self.embedders, _embedder_key(settings), make_embedder)
 
     def generator(self, settings: GenerationSettings) -> Generator:
-        with self._lock:
-            found = self.generators.get(settings)
-        if found is None:
-            made = make_generator(settings)
-            with self._lock:
-                found = self.generators.setdefault(settings, made)
-        return found
+        return self._loaded(self.generators, settings, make_generator)
 
     def reranker(self, settings: RerankingSettings) -> Reranker | None:
-        key = _reranker_key(settings)
+        def make(key: RerankingSettings) -> Reranker | None:
+            try:
+                return make_reranker(key)
+            except BackendError as exc:  # a file that is not a reranker: search without
+                log.warning("%s; searching without a reranker", exc)
+                return None
+
+        return self._loaded(self.rerankers, _reranker_key(settings), make)
+
+    def _loaded(self, pool: dict[K, M], key: K, make: Callable[[K], M]) -> M:
+        """``pool``'s model for ``key``, made (outside the lock) on first use."""
         with self._lock:
-            if key in self.rerankers:
-                return self.rerankers[key]
-        try:
-            made = make_reranker(key)
-        except BackendError as exc:  # a file that is not a reranker: search without
-            log.warning("%s; searching without a reranker", exc)
-            made = None
+            if key in pool:
+                return pool[key]
+        made = make(key)
         with self._lock:
-            return self.rerankers.setdefault(key, made)
+            return pool.setdefault(key, made)
 
     def generation_name(self, settings: GenerationSettings) -> str:
         """The generation model's file name, known without loading it."""
