@@ -15,7 +15,13 @@ from citeline.core.embedding import Embedder
 from citeline.core.index import IndexIdentity
 from citeline.models import minilm, smollm
 from citeline.service.errors import ServiceError
-from citeline.settings import GenerationSettings, IndexSettings, RerankingSettings, Settings
+from citeline.settings import (
+    EmbeddingSettings,
+    GenerationSettings,
+    IndexSettings,
+    RerankingSettings,
+    Settings,
+)
 from conftest import CountingEmbedder
 from corpora import GARDEN, write_files
 from postgres import TestServer
@@ -75,6 +81,23 @@ def test_a_workspace_is_wired_from_the_settings(tmp_path: Path, models: app.Mode
         workspace.close()
     with pytest.raises(ServiceError, match="does not exist"):
         app.open_workspace(tmp_path / "nope", settings, models)
+
+
+def test_the_pool_keeps_the_models_an_open_workspace_uses_and_releases_the_rest(
+    tmp_path: Path, models: app.ModelPool
+) -> None:
+    garden = write_files(tmp_path / "garden", GARDEN)
+    kitchen = write_files(tmp_path / "kitchen", GARDEN)
+    first = models.open_workspace(garden, Settings())
+    second = models.open_workspace(kitchen, Settings())
+    assert models.release_unused() == []  # both use the embedder and the generator
+    first.close()
+    assert models.release_unused() == []  # the second still does
+    second.close()
+    embedder = models.embedders[EmbeddingSettings()]
+    released = models.release_unused()  # no open workspace: every model goes
+    assert embedder.name in released and len(released) == 2  # and the generator
+    assert models.embedders == {} and models.generators == {}
 
 
 def test_a_team_index_is_read_only_unless_its_writer_opens_it(

@@ -11,7 +11,9 @@ violation built in a temporary package.
 - every implementation of a protocol under ``backends/`` is named in its contract
   test's fixtures, and every protocol of the core has a contract test (or says why not);
 - tests mirror modules: each product module has a test module of its own, and each
-  test module holds at least one test.
+  test module holds at least one test;
+- ARCHITECTURE.md's "Modules over 300 lines" names every module over 300 lines, and
+  only those, each with its line count roughly right.
 """
 
 from __future__ import annotations
@@ -49,7 +51,8 @@ LAYERS: dict[str, Layer] = {
     "citeline.backends": layer("citeline.core", "numpy faiss llama_cpp psycopg"),
     "citeline.models": layer("citeline citeline.cache citeline.core", "numpy gguf safetensors"),
     "citeline.settings": layer("citeline.core citeline.models"),
-    "citeline.service": layer("citeline.core citeline.settings", "watchdog"),
+    # the wire's shapes are what the service's values become as JSON
+    "citeline.service": layer("citeline.core citeline.settings citeline.wire", "watchdog"),
     "citeline.wire": layer("citeline.core"),
     # measures the core's own rules on datasets, through the workspace
     "citeline.evaluation": layer("citeline.core citeline.service"),
@@ -398,6 +401,57 @@ def mirror_violations(package: Path = PACKAGE, tests: Path = TESTS) -> list[str]
     return out
 
 
+LONG = 300  # a module over this many lines is named, with why, in ARCHITECTURE.md
+LONG_SECTION = "## Modules over 300 lines"
+COUNT_SLACK = 0.2  # how far "~N" may be from the module's line count
+
+
+def listed_long_modules(doc: str) -> dict[str, list[int]]:
+    """The modules the section names (path under the package → the ``~N`` counts of
+    its bullet). A bare name (``markdown.py``) is in the folder of the bullet's
+    previous path; ``~340-470`` gives the range's ends."""
+    body = doc.split(LONG_SECTION, 1)[1].split("\n## ", 1)[0]
+    bullets = re.split(r"^- ", body, flags=re.M)[1:]
+    out: dict[str, list[int]] = {}
+    for bullet in bullets:
+        head = bullet.split("):", 1)[0]  # the names and counts, not the why
+        counts = [int(n) for n in re.findall(r"(?:~|-)(\d{3,})", head)]
+        folder = ""
+        for name in re.findall(r"`([\w/]+\.py)`", head):
+            if "/" in name:
+                folder = name.rpartition("/")[0]
+            elif folder:
+                name = f"{folder}/{name}"
+            out[name] = counts
+    return out
+
+
+def long_module_violations(doc: str, package: Path = PACKAGE) -> list[str]:
+    """Modules over :data:`LONG` lines the section leaves out, names it lists that are
+    not (or are no modules), and counts that are off by more than :data:`COUNT_SLACK`."""
+    if LONG_SECTION not in doc:
+        return [f"no section {LONG_SECTION!r}"]
+    lines = {
+        path.relative_to(package).as_posix(): len(path.read_text("utf-8").splitlines())
+        for path in sorted(package.rglob("*.py"))
+    }
+    listed = listed_long_modules(doc)
+    out = [
+        f"{rel} ({n} lines) is over {LONG} lines: name it in {LONG_SECTION!r}"
+        for rel, n in lines.items()
+        if n > LONG and rel not in listed
+    ]
+    for rel, counts in sorted(listed.items()):
+        n = lines.get(rel)
+        if n is None:
+            out.append(f"{rel} is listed but is no module")
+        elif n <= LONG:
+            out.append(f"{rel} ({n} lines) is listed but not over {LONG} lines")
+        elif counts and not any(abs(n - c) <= COUNT_SLACK * n for c in counts):
+            out.append(f"{rel} has {n} lines; the section says ~{counts}")
+    return out
+
+
 # -- on the real tree ------------------------------------------------------------------------
 
 
@@ -417,6 +471,13 @@ def test_every_backend_implementation_runs_its_protocols_contract() -> None:
 
 def test_every_module_has_a_test_module_holding_tests() -> None:
     assert mirror_violations() == []
+
+
+def test_architecture_md_names_every_module_over_300_lines() -> None:
+    doc = (REPO / "ARCHITECTURE.md").read_text("utf-8")
+    assert long_module_violations(doc) == []
+    listed = listed_long_modules(doc)  # the bullets' shorthand is read
+    assert "core/loaders/markdown.py" in listed and "backends/postings/index.py" in listed
 
 
 # -- each check, failing on a deliberate violation -------------------------------------------
@@ -572,4 +633,28 @@ def test_a_missing_or_empty_test_module_fails(tmp_path: Path) -> None:
         "core/ranking.py: core/test_ranking.py is missing",
         "core/test_chunking.py holds no test",
         "core/test_orphan.py holds no test",
+    ]
+
+
+def test_a_long_module_the_section_leaves_out_fails(tmp_path: Path) -> None:
+    package = tmp_package(
+        tmp_path,
+        {
+            "citeline/core/big.py": "x = 1\n" * 320,
+            "citeline/core/loaders/a.py": "x = 1\n" * 350,
+            "citeline/core/loaders/b.py": "x = 1\n" * 450,
+            "citeline/core/small.py": "x = 1\n" * 20,
+        },
+    )
+    doc = f"# A\n\n{LONG_SECTION}\n\n- `core/loaders/a.py`, `b.py` (~340-470): parsers.\n"
+    assert long_module_violations(doc, package) == [
+        f"core/big.py (320 lines) is over 300 lines: name it in {LONG_SECTION!r}"
+    ]
+    doc += "- `core/big.py` (~320): one thing.\n- `core/small.py` (~20): not long.\n\n## Next\n"
+    assert long_module_violations(doc, package) == [
+        "core/small.py (20 lines) is listed but not over 300 lines"
+    ]
+    doc = doc.replace("(~320)", "(~900)").replace("- `core/small.py` (~20): not long.\n", "")
+    assert long_module_violations(doc, package) == [
+        "core/big.py has 320 lines; the section says ~[900]"
     ]

@@ -17,9 +17,12 @@ from __future__ import annotations
 
 import functools
 import logging
+import threading
+import weakref
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from citeline.core.embedding import Embedder
 from citeline.core.errors import BackendError
@@ -164,38 +167,59 @@ def seed_vectors(workspace: Workspace, source: Path) -> int:
     return index.import_vectors(read_vectors(database, identity.embedder_key, identity.dimension))
 
 
+K = TypeVar("K")
+M = TypeVar("M")
+
+
+def _embedder_key(settings: EmbeddingSettings) -> EmbeddingSettings:
+    # Why a bundled model serves a folder does not change which model is loaded.
+    bundled = settings.bundled
+    model = "" if bundled == MINILM else bundled or settings.model
+    return replace(settings, model=model, chosen_by="")
+
+
+def _reranker_key(settings: RerankingSettings) -> RerankingSettings:
+    # Only the model decides which reranker is loaded; candidates is retrieval's.
+    return replace(settings, candidates=0)
+
+
 @dataclass
 class ModelPool:
-    """Models loaded on first use and kept, keyed by their settings."""
+    """Models loaded on first use and kept, keyed by their settings, while a workspace
+    the pool opened uses them: :meth:`release_unused` drops the others (a folder's
+    settings chose another model, or the folder is no longer served)."""
 
     embedders: dict[EmbeddingSettings, Embedder] = field(default_factory=dict)
     generators: dict[GenerationSettings, Generator] = field(default_factory=dict)
     rerankers: dict[RerankingSettings, Reranker | None] = field(default_factory=dict)
+    # the workspaces it opened, not kept alive by it (each a weak reference)
+    _opened: list[weakref.ref[Workspace]] = field(default_factory=list, repr=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def embedder(self, settings: EmbeddingSettings) -> Embedder:
-        # Why a bundled model serves a folder does not change which model is loaded.
-        bundled = settings.bundled
-        model = "" if bundled == MINILM else bundled or settings.model
-        key = replace(settings, model=model, chosen_by="")
-        if key not in self.embedders:
-            self.embedders[key] = make_embedder(key)
-        return self.embedders[key]
+        return self._loaded(self.embedders, _embedder_key(settings), make_embedder)
 
     def generator(self, settings: GenerationSettings) -> Generator:
-        if settings not in self.generators:
-            self.generators[settings] = make_generator(settings)
-        return self.generators[settings]
+        return self._loaded(self.generators, settings, make_generator)
 
     def reranker(self, settings: RerankingSettings) -> Reranker | None:
-        # Only the model decides which reranker is loaded; candidates is retrieval's.
-        key = replace(settings, candidates=0)
-        if key not in self.rerankers:
+        def make(key: RerankingSettings) -> Reranker | None:
             try:
-                self.rerankers[key] = make_reranker(key)
+                return make_reranker(key)
             except BackendError as exc:  # a file that is not a reranker: search without
                 log.warning("%s; searching without a reranker", exc)
-                self.rerankers[key] = None
-        return self.rerankers[key]
+                return None
+
+        return self._loaded(self.rerankers, _reranker_key(settings), make)
+
+    def _loaded(self, pool: dict[K, M], key: K, make: Callable[[K], M]) -> M:
+        """``pool``'s model for ``key``, made (outside the lock) on first use."""
+        with self._lock:
+            if key in pool:
+                return pool[key]
+        made = make(key)
+        with self._lock:
+            return pool.setdefault(key, made)
 
     def generation_name(self, settings: GenerationSettings) -> str:
         """The generation model's file name, known without loading it."""
@@ -206,6 +230,37 @@ class ModelPool:
     def open_workspace(self, docs_root: Path, settings: Settings) -> Workspace:
         """A served folder's workspace: a team collection only ever read."""
         return open_workspace(docs_root, settings, self)
+
+    def opened(self, workspace: Workspace) -> None:
+        """Count ``workspace``'s models as used until it is closed (or gone)."""
+        with self._lock:
+            self._opened.append(weakref.ref(workspace))
+
+    def release_unused(self) -> list[str]:
+        """Drop every model no open workspace's settings use; the names dropped.
+
+        A model is freed when the last holder lets go of it (a closed workspace, an
+        ask still running on it), never while in use."""
+        with self._lock:
+            live = [ws for ref in self._opened if (ws := ref()) is not None and not ws.closed]
+            self._opened = [weakref.ref(ws) for ws in live]
+            embedders = {_embedder_key(ws.settings.embedding) for ws in live}
+            generators = {ws.settings.generation for ws in live}
+            rerankers = {_reranker_key(ws.settings.reranking) for ws in live}
+            dropped = [
+                *_drop(self.embedders, embedders),
+                *_drop(self.generators, generators),
+                *_drop(self.rerankers, rerankers),
+            ]
+        if dropped:
+            log.info("released models no folder uses: %s", ", ".join(dropped))
+        return dropped
+
+
+def _drop(pool: dict[K, M], keep: set[K]) -> list[str]:
+    """Remove from ``pool`` the models whose key is not in ``keep``; their names."""
+    gone = [pool.pop(key) for key in [k for k in pool if k not in keep]]
+    return [getattr(m, "name", None) or type(m).__name__ for m in gone if m is not None]
 
 
 def open_workspace(
@@ -259,9 +314,11 @@ def open_workspace(
     retriever = Retriever(
         index, embedder, settings.retrieval, reranker, settings.reranking.candidates, beside
     )
-    return Workspace(
+    workspace = Workspace(
         docs_root, index_dir, settings, models, embedder, index, ingestor, retriever, beside
     )
+    models.opened(workspace)
+    return workspace
 
 
 def llama_report(embedding: EmbeddingSettings | None = None) -> dict[str, object]:

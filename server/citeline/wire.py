@@ -5,6 +5,10 @@
 - The params and results as ``TypedDict`` s whose keys are the JSON names.
 - The answer's vocabulary (``AnswerMode``, ``Grade``, ``Fallback``, ``Refusal``:
   the core's enums, each value its JSON) and ``LocalCopy``.
+- The fields a hit, a citation and a folder's status have before they are located
+  are their producers' (``documents.HitJson``, ``results.CitationJson``,
+  :class:`FolderStatusFields`): each shape is built in one place, which the command
+  line and MCP print and the language server locates (``lsp/convert.py``).
 - The human texts clients show as they are sent (``mode_label``, ``fallback_note``,
   ``local_copy_note``; ``grade_label`` comes with the core's answer, in the
   question's language): clients show them instead of rebuilding them.
@@ -18,6 +22,8 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, Generic, Literal, NotRequired, Required, TypedDict, TypeVar
 
+from citeline.core import documents
+from citeline.core.answering import results
 from citeline.core.answering.results import AnswerMode, Fallback, Grade, Refusal
 
 __all__ = ["AnswerMode", "Fallback", "Grade", "Refusal"]
@@ -44,21 +50,10 @@ class Range(TypedDict):
     end: Position
 
 
-class Hit(TypedDict):
-    """A retrieved passage (``Hit.to_json`` located: ``uri``, ``range``, ``folder``)."""
+class Hit(documents.HitJson):
+    """A retrieved passage (``Hit.to_json``'s fields) located: ``uri``, ``range``,
+    ``folder``, and whether the local copy is the indexed one."""
 
-    rank: int
-    score: float
-    dense: float | None
-    keyword: float | None
-    rerank: float | None
-    path: str
-    title: str | None
-    section: str | None
-    page: int | None
-    start_line: int | None
-    end_line: int | None
-    text: str
     uri: str
     range: Range
     folder: str
@@ -66,16 +61,9 @@ class Hit(TypedDict):
     local_copy_note: str | None
 
 
-class Citation(TypedDict):
-    n: int
-    path: str
-    title: str | None
-    section: str | None
-    page: int | None
-    start_line: int | None
-    end_line: int | None
-    score: float
-    cited: bool
+class Citation(results.CitationJson):
+    """A citation (``Citation.to_json``'s fields) located, as :class:`Hit` is."""
+
     uri: str
     range: Range
     folder: str
@@ -119,8 +107,10 @@ class ModelNames(TypedDict):
     reranking: str | None
 
 
-class FolderStatus(TypedDict):
-    uri: str
+class FolderStatusFields(TypedDict):
+    """A folder's status as ``citeline status --json`` prints it and MCP's
+    ``citeline_status`` lists it (``service.status.FolderStatus.to_json``)."""
+
     docs: str
     index: str
     state: Literal["indexing", "ready", "error"]
@@ -138,6 +128,12 @@ class FolderStatus(TypedDict):
     read_only: bool
     paused: bool
     message: NotRequired[str]
+
+
+class FolderStatus(FolderStatusFields):
+    """A folder's status as ``citeline/status`` lists it: with its URI."""
+
+    uri: str
 
 
 class UnservedFolder(TypedDict):

@@ -16,7 +16,8 @@ from citeline.backends.faiss import FaissVectorIndex
 from citeline.backends.sqlite.store import rebuild_marker
 from citeline.core.chunking import ChunkSettings
 from citeline.core.documents import Chunk
-from citeline.core.index import FileUpdate, IndexIdentity, NewChunk
+from citeline.core.index import IndexIdentity, NewChunk
+from updates import file_update
 
 IDENTITY = IndexIdentity("model-a", "a.gguf", 3, ChunkSettings())
 
@@ -27,19 +28,8 @@ def unit(v: list[float]) -> np.ndarray:
 
 
 def add_file(index: EmbeddedIndex, path: str, key: str, vector: np.ndarray) -> list[int]:
-    _, added = index.replace_file(
-        FileUpdate(
-            path=path,
-            kind="markdown",
-            title="T",
-            content_hash="h",
-            size=1,
-            mtime_ns=1,
-            chunks=[NewChunk(Chunk(path, "T", (), "x", 1, 1, None, 0), key, "x")],
-            chunk_vectors=vector.reshape(1, -1),
-            new_vectors={key: vector},
-        )
-    )
+    chunk = NewChunk(Chunk(path, "T", (), "x", 1, 1, None, 0), key, "x")
+    _, added = index.replace_file(file_update(path, [chunk], vector.reshape(1, -1)))
     return added
 
 

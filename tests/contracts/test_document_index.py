@@ -22,9 +22,10 @@ from citeline.backends.faiss import FaissVectorIndex
 from citeline.backends.postgres.index import PostgresIndex
 from citeline.core.chunking import ChunkSettings
 from citeline.core.documents import Chunk
-from citeline.core.index import DocumentIndex, FileUpdate, IndexCounts, IndexIdentity, NewChunk
+from citeline.core.index import DocumentIndex, IndexCounts, IndexIdentity, NewChunk
 from citeline.core.keywords import terms
 from memory import MemoryVectorIndex
+from updates import file_update
 
 IDENTITY = IndexIdentity("model-a", "a.gguf", 3, ChunkSettings())
 
@@ -99,21 +100,16 @@ def put(
         )
         for i, text in enumerate(texts)
     ]
+    new = {c.vector_key: v for c, v in zip(chunks, vectors, strict=True)}
     return index.replace_file(
-        FileUpdate(
-            path=path,
-            kind="markdown",
+        file_update(
+            path,
+            chunks,
+            np.stack(vectors) if vectors else None,
+            new_vectors={k: v for k, v in new.items() if k not in stored},
             title="Title",
             content_hash=f"hash-{os.fsencode(path).decode('latin-1')}-{len(texts)}",
             size=10,
-            mtime_ns=1,
-            chunks=chunks,
-            chunk_vectors=np.stack(vectors) if vectors else np.zeros((0, 3), np.float32),
-            new_vectors={
-                c.vector_key: v
-                for c, v in zip(chunks, vectors, strict=True)
-                if c.vector_key not in stored
-            },
             error=error,
         )
     )
@@ -201,16 +197,11 @@ def test_paths_that_are_not_utf8_and_notes_round_trip(open_index: Opener) -> Non
     with index.writing():
         (added,) = put(index, name, ["Latin one."], [unit(1, 1, 0)])[1]
         index.replace_file(
-            FileUpdate(
-                path="scan.pdf",
+            file_update(
+                "scan.pdf",
+                [],
                 kind="pdf",
                 title="Scan",
-                content_hash="h",
-                size=1,
-                mtime_ns=1,
-                chunks=[],
-                chunk_vectors=np.zeros((0, 3), np.float32),
-                new_vectors={},
                 note="left out 2 running header/footer line(s)",
             )
         )

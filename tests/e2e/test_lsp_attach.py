@@ -62,19 +62,30 @@ def runtime(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return folder / "citeline"
 
 
-async def test_a_second_window_attaches_is_answered_and_ends_with_its_daemon(
-    tmp_path: Path, runtime: Path
-) -> None:
+async def offering_daemon(tmp_path: Path, runtime: Path, log: Path) -> tuple[Path, CitelineClient]:
+    """A documents folder and the first window's server (``--attach``, logging to
+    ``log``), once it is ready and offers the folder to later windows."""
     corpus = make_corpus(tmp_path / "notes")
-    logs = [tmp_path / f"window{n}.log" for n in range(3)]
     owner = await start(
-        "visual-studio-code", [corpus], extra_args=("--attach", "--log-file", str(logs[0]))
+        "visual-studio-code", [corpus], extra_args=("--attach", "--log-file", str(log))
     )
     try:
         await wait_ready(owner, corpus)
         await wait_until(
             owner, lambda: record_path(corpus, runtime).exists(), 30, "the folder offered"
         )
+    except BaseException:
+        await stop(owner)
+        raise
+    return corpus, owner
+
+
+async def test_a_second_window_attaches_is_answered_and_ends_with_its_daemon(
+    tmp_path: Path, runtime: Path
+) -> None:
+    logs = [tmp_path / f"window{n}.log" for n in range(3)]
+    corpus, owner = await offering_daemon(tmp_path, runtime, logs[0])
+    try:
         assert record_path(corpus, runtime).stat().st_mode & 0o777 == 0o600
 
         second = await start(
@@ -205,16 +216,9 @@ async def wait_for_line(log: Path, words: str, seconds: float) -> str:
 async def test_citeline_mcp_attaches_to_the_daemon_is_answered_and_ends_with_it(
     tmp_path: Path, runtime: Path
 ) -> None:
-    corpus = make_corpus(tmp_path / "notes")
     logs = [tmp_path / f"process{n}.log" for n in range(3)]
-    owner = await start(
-        "visual-studio-code", [corpus], extra_args=("--attach", "--log-file", str(logs[0]))
-    )
+    corpus, owner = await offering_daemon(tmp_path, runtime, logs[0])
     try:
-        await wait_ready(owner, corpus)
-        await wait_until(
-            owner, lambda: record_path(corpus, runtime).exists(), 30, "the folder offered"
-        )
         args = ("--attach", "--docs", str(corpus), "--log-file")
         async with mcp_session(*args, str(logs[1]), log=tmp_path / "mcp1.err") as agent:
             tools = {t.name for t in (await agent.list_tools()).tools}

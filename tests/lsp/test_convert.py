@@ -147,7 +147,12 @@ def test_status_reports_and_history_agree_with_the_command_lines_json() -> None:
     sent = dict(convert.reindex_report(ROOT, report))
     assert sent.pop("uri") == "file:///home/me/notes" and sent == report.to_json()
     models = ModelNames("e.gguf", "g.gguf", None, "the folder's language")
-    assert convert.model_names(models) == models.to_json()
+    assert convert.folder_status(FolderStatus(ROOT, "i", models=models))["models"] == {
+        "embedding": "e.gguf",
+        "embedding_reason": "the folder's language",
+        "generation": "g.gguf",
+        "reranking": None,
+    }
     unserved = Unserved(ROOT, "why")
     assert convert.unserved(unserved) == {"uri": "file:///home/me/notes", **unserved.to_json()}
     entry = HistoryEntry("1", "t", ROOT, "q", "answer", "Answer", "extractive", "p", 2)

@@ -6,8 +6,11 @@ file and serves the folder."""
 from __future__ import annotations
 
 import asyncio
+import gc
+import logging
 import time
 import tomllib
+import weakref
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -150,3 +153,71 @@ async def test_index_folder_errors(workspace: Opened, tmp_path: Path) -> None:
         assert info.value.code == REQUEST_FAILED and "does not exist" in info.value.message
     assert not (tmp_path / "missing").exists()
     assert len(workspace.ls.service.folders) == 1
+
+
+def rss_mib() -> float:
+    """This process's resident memory (``VmRSS``), in MiB."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    raise AssertionError("no VmRSS in /proc/self/status")
+
+
+async def test_a_model_no_folder_uses_after_a_settings_change_is_released(
+    tmp_path: Path,
+) -> None:
+    """Two folders on MiniLM; one's citeline.toml picks multilingual-e5-small: MiniLM
+    stays (the other uses it); the other's does too: MiniLM is released, freed."""
+    garden = write_files(tmp_path / "garden", GARDEN)
+    kitchen = write_files(tmp_path / "kitchen", KITCHEN)
+    for root in (garden, kitchen):
+        (root / "citeline.toml").write_text("")
+    pool = ModelPool()  # its own models: what it releases is freed
+    ls = build_server(backends=pool)
+    ls.protocol.set_writer(JsonCapture())
+    initialize(ls, types.ClientCapabilities(), [garden, kitchen])
+    await ls.protocol.fm.features[types.INITIALIZED](types.InitializedParams())
+
+    def on(root: Path, model: str) -> bool:
+        folder = ls.service.folders.get(root)
+        return (
+            ready(ls, root)
+            and folder is not None
+            and folder.workspace is not None
+            and folder.workspace.embedder.name.startswith(model)
+        )
+
+    async def choose_e5(root: Path) -> None:
+        (root / "citeline.toml").write_text('[embedding]\nmodel = "multilingual-e5-small"\n')
+        ls.protocol.fm.features[types.TEXT_DOCUMENT_DID_SAVE](
+            types.DidSaveTextDocumentParams(
+                types.TextDocumentIdentifier(uri=(root / "citeline.toml").as_uri())
+            )
+        )
+        await until(lambda: on(root, "multilingual-e5-small"), f"{root.name} on e5")
+
+    try:
+        await until(lambda: on(garden, "all-MiniLM") and on(kitchen, "all-MiniLM"), "MiniLM")
+        (minilm,) = pool.embedders.values()
+        released = weakref.ref(minilm)
+        del minilm
+        before = rss_mib()
+        await choose_e5(garden)
+        both = rss_mib()
+        names = sorted(e.name.split(".")[0] for e in pool.embedders.values())
+        assert names == ["all-MiniLM-L6-v2", "multilingual-e5-small"]  # kitchen uses MiniLM
+        await choose_e5(kitchen)
+        gc.collect()
+        after = rss_mib()
+        assert [e.name.split(".")[0] for e in pool.embedders.values()] == ["multilingual-e5-small"]
+        assert released() is None  # freed, not only dropped from the pool
+        logging.getLogger(__name__).warning(
+            f"RSS: {before:.0f} MiB on MiniLM, {both:.0f} MiB with both models,"
+            f" {after:.0f} MiB after MiniLM was released ({both - after:+.0f} MiB)"
+        )
+        # the folders still answer, each on e5
+        hits = (await ls.protocol.fm.features["citeline/search"]({"query": "roses"}))["hits"]
+        assert hits
+    finally:
+        await ls.service.shutdown(30)
+        ls.service.stop(30)

@@ -17,6 +17,9 @@ class NoBackends:
     def open_workspace(self, docs_root: Path, settings: object) -> None:
         pytest.fail("no indexing here")
 
+    def release_unused(self) -> list[str]:
+        return []  # nothing was loaded
+
 
 @pytest.fixture()
 def folders() -> Iterator[Folders]:

@@ -106,6 +106,9 @@ class FakeBackends:
         self.fake.settings = settings
         return self.fake
 
+    def release_unused(self) -> list[str]:
+        return []  # the one fake workspace holds no models
+
 
 def scheduler_over(
     workers: Workers, events: RecordingEvents, fake: FakeWorkspace

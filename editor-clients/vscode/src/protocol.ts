@@ -252,9 +252,8 @@ export interface ModelNames {
   reranking?: string | null;
 }
 
-/** A folder's status: the same object `citeline status --json` prints, plus its URI. */
-export interface FolderStatus {
-  uri: FolderUri;
+/** A folder's status as `citeline status --json` prints it (and MCP's `citeline_status`). */
+export interface FolderStatusFields {
   state: FolderState;
   files: number;
   chunks: number;
@@ -282,6 +281,11 @@ export interface FolderStatus {
   read_only?: boolean;
   /** Indexing paused (`citeline/pauseIndexing`): nothing is committed; `pending` files wait. */
   paused?: boolean;
+}
+
+/** A folder's status as `citeline/status` lists it: `FolderStatusFields` with its URI. */
+export interface FolderStatus extends FolderStatusFields {
+  uri: FolderUri;
 }
 
 /** A folder the editor opened that the server does not serve (wire agreement C), and why. */

@@ -11,7 +11,7 @@ import importlib.util
 import json
 import logging
 import sys
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
 
@@ -92,7 +92,7 @@ def _update_first(workspace: Workspace, args: argparse.Namespace) -> None:
         log.warning("%s: %s", path, message)
 
 
-def _location(item: dict[str, Any]) -> str:
+def _location(item: Mapping[str, object]) -> str:
     if item["page"] is not None:
         return f"{item['path']} (page {item['page']})"
     if item["start_line"] is not None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Literal, overload
+from typing import Literal, TypedDict, overload
 
 DocumentKind = Literal["markdown", "html", "pdf", "text"]
 
@@ -84,6 +84,24 @@ def rounded(value: float | None, digits: int = SCORE_DIGITS) -> float | None:
     return None if value is None else round(value, digits)
 
 
+class HitJson(TypedDict):
+    """A hit as JSON (:meth:`Hit.to_json`): what the command line and MCP print, and
+    what the wire's ``Hit`` (``citeline.wire``) locates in its folder."""
+
+    rank: int
+    score: float
+    dense: float | None
+    keyword: float | None
+    rerank: float | None
+    path: str
+    title: str | None
+    section: str | None
+    page: int | None
+    start_line: int | None
+    end_line: int | None
+    text: str
+
+
 @dataclass(frozen=True)
 class Hit:
     """A chunk returned by a search, with its rank (1-based) and scores.
@@ -105,7 +123,7 @@ class Hit:
     keyword: float | None = None
     rerank: float | None = None
 
-    def to_json(self) -> dict[str, object]:
+    def to_json(self) -> HitJson:
         c = self.chunk
         return {
             "rank": self.rank,

@@ -100,6 +100,22 @@ class FileUpdate:
     error: str | None = None
     note: str | None = None
 
+    def file_row(
+        self, indexed_at: float
+    ) -> tuple[str, str, str, int, int, float, str | None, str | None]:
+        """The file's record after its path, as both stores' ``files`` tables hold it:
+        kind, title, content_hash, size, mtime_ns, indexed_at, error, note."""
+        return (
+            self.kind,
+            self.title,
+            self.content_hash,
+            self.size,
+            self.mtime_ns,
+            indexed_at,
+            self.error,
+            self.note,
+        )
+
 
 @dataclass(frozen=True)
 class IndexCounts:

@@ -15,14 +15,14 @@ import os
 import re
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, TypedDict, cast
 from urllib.parse import unquote_to_bytes, urlsplit
 
 from citeline import wire
 from citeline.service.history import HistoryEntry, RecordedAnswer
 from citeline.service.results import SECONDS_DIGITS, Answer, Citation, Hit, IngestReport, rounded
 from citeline.service.selection import Unserved
-from citeline.service.status import FolderStatus, ModelNames, timestamp
+from citeline.service.status import FolderStatus
 
 
 def path_to_uri(path: Path) -> str:
@@ -71,56 +71,53 @@ def _place(page: int | None, start: int | None, end: int | None) -> wire.Range:
 # -- the core's values as the wire's ----------------------------------------------------
 
 
-def hit(h: Hit, root: Path, folder_uri: str, local_copy: str = "same") -> wire.Hit:
-    """A retrieved passage, located in the folder at ``root`` (URI ``folder_uri``)."""
-    c = h.chunk
+def _location(
+    root: Path,
+    folder_uri: str,
+    path: str,
+    page: int | None,
+    start: int | None,
+    end: int | None,
+    local_copy: str,
+) -> _Located:
+    """Where a hit or citation is, and whether the local copy is the indexed one."""
     copy = wire.LocalCopy(local_copy)
     return {
-        "rank": h.rank,
-        "score": rounded(h.score),
-        "dense": rounded(h.dense),
-        "keyword": rounded(h.keyword),
-        "rerank": rounded(h.rerank),
-        "path": c.path,
-        "title": c.title,
-        "section": c.section,
-        "page": c.page,
-        "start_line": c.start_line,
-        "end_line": c.end_line,
-        "text": c.text,
         "local_copy": copy,
         "local_copy_note": wire.local_copy_note(copy),
-        "uri": location_uri(root, c.path, c.page),
-        "range": _place(c.page, c.start_line, c.end_line),
+        "uri": location_uri(root, path, page),
+        "range": _place(page, start, end),
         "folder": folder_uri,
     }
+
+
+class _Located(TypedDict):
+    local_copy: wire.LocalCopy
+    local_copy_note: str | None
+    uri: str
+    range: wire.Range
+    folder: str
+
+
+def hit(h: Hit, root: Path, folder_uri: str, local_copy: str = "same") -> wire.Hit:
+    """A retrieved passage (``Hit.to_json``), located in the folder at ``root`` (URI
+    ``folder_uri``)."""
+    c = h.chunk
+    where = _location(root, folder_uri, c.path, c.page, c.start_line, c.end_line, local_copy)
+    return {**h.to_json(), **where}
 
 
 def citation(
     c: Citation, root: Path, folder_uri: str, local_copy: str = "same", text: str | None = None
 ) -> wire.Citation:
-    """A citation, located; with the indexed passage's ``text`` when the folder's own
-    copy of the file is not the indexed one (``local_copy`` "differs" or "missing"):
-    clients show it, and its ``local_copy_note``, instead of jumping to lines that may
-    hold something else."""
-    copy = wire.LocalCopy(local_copy)
-    out: wire.Citation = {
-        "n": c.n,
-        "path": c.path,
-        "title": c.title,
-        "section": c.section,
-        "page": c.page,
-        "start_line": c.start_line,
-        "end_line": c.end_line,
-        "score": rounded(c.score),
-        "cited": c.cited,
-        "local_copy": copy,
-        "local_copy_note": wire.local_copy_note(copy),
-        "uri": location_uri(root, c.path, c.page),
-        "range": _place(c.page, c.start_line, c.end_line),
-        "folder": folder_uri,
-    }
-    if copy != wire.LocalCopy.SAME and text is not None:
+    """A citation (``Citation.to_json``), located; with the indexed passage's ``text``
+    when the folder's own copy of the file is not the indexed one (``local_copy``
+    "differs" or "missing"): clients show it, and its ``local_copy_note``, instead of
+    jumping to lines that may hold something else."""
+    where = _location(root, folder_uri, c.path, c.page, c.start_line, c.end_line, local_copy)
+    # "text" is added below; "changed" only by the history (a recorded citation)
+    out: wire.Citation = {**c.to_json(), **where}  # type: ignore[typeddict-item]
+    if where["local_copy"] != wire.LocalCopy.SAME and text is not None:
         out["text"] = text
     return out
 
@@ -164,43 +161,14 @@ def answer(
     }
 
 
-def model_names(m: ModelNames) -> wire.ModelNames:
-    return {
-        "embedding": m.embedding,
-        "embedding_reason": m.embedding_reason,
-        "generation": m.generation,
-        "reranking": m.reranking,
-    }
-
-
 def _file_errors(items: Iterable[tuple[str, str]]) -> list[wire.FileError]:
     return [{"path": path, "message": message} for path, message in items]
 
 
 def folder_status(s: FolderStatus) -> wire.FolderStatus:
-    """A folder's status as ``citeline/status`` lists it (with its URI)."""
-    out: wire.FolderStatus = {
-        "uri": path_to_uri(s.docs),
-        "docs": str(s.docs),
-        "index": s.index,
-        "state": s.state,
-        "files": s.files,
-        "chunks": s.chunks,
-        "pending": s.pending,
-        "errors": _file_errors(s.errors),
-        "notes": _file_errors(s.notes),
-        "models": model_names(s.models),
-        "dimension": s.dimension,
-        "chunking": s.chunking,
-        "last_update": timestamp(s.last_update),
-        "collection": s.collection,
-        "generation": s.generation,
-        "read_only": s.read_only,
-        "paused": s.paused,
-    }
-    if s.message:
-        out["message"] = s.message
-    return out
+    """A folder's status as ``citeline/status`` lists it: ``citeline status --json``'s
+    object (``FolderStatus.to_json``) with its URI."""
+    return {"uri": path_to_uri(s.docs), **s.to_json()}
 
 
 def unserved(u: Unserved) -> wire.UnservedFolder:

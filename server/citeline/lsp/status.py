@@ -29,7 +29,7 @@ def status_json(ls: CitelineServer) -> wire.StatusResult:
     status = ls.service.status()
     return wire.StatusResult(
         folders=[convert.folder_status(f) for f in status.folders],
-        models=convert.model_names(status.models),
+        models=status.models.to_json(),
         unserved=[convert.unserved(u) for u in status.unserved],
     )
 

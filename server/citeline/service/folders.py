@@ -387,7 +387,8 @@ class Folder:
             raise ServiceError(f"{self.root} is no longer served")
         ws = self.workspace
         wanted = self.settings
-        if ws is not None and needs_reopen(ws.settings, wanted):
+        reopened = ws is not None and needs_reopen(ws.settings, wanted)
+        if reopened:
             self.close_workspace()
             ws = None
         if ws is None:
@@ -399,14 +400,20 @@ class Folder:
                 ws.index.subscribe(self.on_index_change)
         elif ws.settings != wanted:
             ws.apply_settings(wanted)
+            reopened = True  # the generator or reranker may have changed
+        if reopened:  # the models the old settings chose, if no other folder uses them
+            backends.release_unused()
         return ws
 
-    def close_workspace(self) -> None:
+    def close_workspace(self, backends: Backends | None = None) -> None:
         """Close the workspace (a removed folder, damage, a full disk); the next use
-        opens it again."""
+        opens it again.  With ``backends``, the models no other folder uses are
+        released (a folder no longer served)."""
         if self.workspace is not None:
             self.workspace.close()
             self.workspace = None
+        if backends is not None:
+            backends.release_unused()
 
 
 def folder_key(path: Path) -> str:

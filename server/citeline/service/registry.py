@@ -115,7 +115,8 @@ class Folders:
         self.scheduler.abandon(folder)
         self._folders.pop(folder.key, None)
         self.events.folder_removed(folder)
-        self.workers.index.submit(folder.close_workspace)
+        backends = self.scheduler.backends
+        self.workers.index.submit(lambda: folder.close_workspace(backends))
         log.info("no longer serving %s", folder.root)
         self.events.status_changed(immediate=True)
 

@@ -13,7 +13,9 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
+
+import citeline.wire as wire
 
 State = Literal["indexing", "ready", "error"]
 
@@ -28,7 +30,7 @@ class ModelNames:
     reranking: str | None = None
     embedding_reason: str | None = None  # why this embedding model serves the folder
 
-    def to_json(self) -> dict[str, str | None]:
+    def to_json(self) -> wire.ModelNames:
         return {
             "embedding": self.embedding,
             "embedding_reason": self.embedding_reason,
@@ -57,8 +59,9 @@ class FolderStatus:
     read_only: bool = False  # a reader of a team collection
     paused: bool = False  # indexing paused: nothing is committed until resumed
 
-    def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {
+    def to_json(self) -> wire.FolderStatusFields:
+        """The one builder of a status's JSON (the language server adds its URI)."""
+        out: wire.FolderStatusFields = {
             "docs": str(self.docs),
             "index": self.index,
             "state": self.state,

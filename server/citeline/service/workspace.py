@@ -68,6 +68,10 @@ class Backends(Models, Protocol):
 
     def open_workspace(self, docs_root: Path, settings: Settings) -> Workspace: ...
 
+    def release_unused(self) -> list[str]:
+        """Drop the loaded models no open workspace uses any more; their names."""
+        ...
+
 
 def reranker_name(settings: RerankingSettings) -> str | None:
     """The reranker's file name, or None when reranking is off."""
@@ -90,6 +94,7 @@ class Workspace:
     # path -> (size, mtime_ns, sha256) of local files already hashed
     _local_hashes: dict[str, tuple[int, int, str]] = field(default_factory=dict, repr=False)
     _unit_vectors: UnitVectors | None = field(default=None, repr=False)
+    closed: bool = field(default=False, repr=False)  # its models no longer count as used
 
     @property
     def read_only(self) -> bool:
@@ -243,6 +248,7 @@ class Workspace:
         )
 
     def close(self) -> None:
+        self.closed = True
         self.keep_unit_vectors(_give_up)  # a closing command never waits for the lock
         if self.beside is not None:
             self.beside.stop(5)

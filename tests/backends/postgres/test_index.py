@@ -20,9 +20,10 @@ from citeline.backends.postgres.index import PostgresIndex
 from citeline.core.chunking import ChunkSettings
 from citeline.core.documents import Chunk
 from citeline.core.errors import BackendError, IndexMismatch, IndexUnavailable
-from citeline.core.index import DocumentIndex, FileUpdate, IndexIdentity, NewChunk
+from citeline.core.index import DocumentIndex, IndexIdentity, NewChunk
 from citeline.core.keywords import query_terms, terms
 from postgres import TestServer
+from updates import file_update
 
 MODEL_A = IndexIdentity("model-a", "a.gguf", 8, ChunkSettings())
 MODEL_B = IndexIdentity("model-b", "b.gguf", 8, ChunkSettings())
@@ -49,19 +50,7 @@ def put(index: DocumentIndex, path: str, texts: list[str], seed: int = 0) -> lis
         for i, t in enumerate(texts)
     ]
     vectors = np.stack([vector(seed + i) for i in range(len(texts))])
-    _, added = index.replace_file(
-        FileUpdate(
-            path=path,
-            kind="markdown",
-            title="T",
-            content_hash=f"h-{path}",
-            size=1,
-            mtime_ns=1,
-            chunks=chunks,
-            chunk_vectors=vectors,
-            new_vectors={c.vector_key: v for c, v in zip(chunks, vectors, strict=True)},
-        )
-    )
+    _, added = index.replace_file(file_update(path, chunks, vectors, content_hash=f"h-{path}"))
     return added
 
 
@@ -181,19 +170,7 @@ def test_hnsw_recall_against_exact_search(postgres: TestServer, collection: str)
                 NewChunk(Chunk(f"{f}.md", "T", (), t, i + 1, i + 1, None, i), f"k{f}-{i}", t)
                 for i, t in enumerate(texts)
             ]
-            team.replace_file(
-                FileUpdate(
-                    path=f"{f}.md",
-                    kind="markdown",
-                    title="T",
-                    content_hash="h",
-                    size=1,
-                    mtime_ns=1,
-                    chunks=chunks,
-                    chunk_vectors=vectors,
-                    new_vectors={c.vector_key: v for c, v in zip(chunks, vectors, strict=True)},
-                )
-            )
+            team.replace_file(file_update(f"{f}.md", chunks, vectors))
     exact = PostgresIndex(postgres.url, collection, team.identity, read_only=True, exact=True)
     found = 0
     for _ in range(30):

@@ -10,7 +10,8 @@ import pytest
 
 from citeline.backends.sqlite.store import SqliteStore
 from citeline.core.documents import Chunk
-from citeline.core.index import FileUpdate, NewChunk
+from citeline.core.index import NewChunk
+from updates import file_update
 
 
 def test_any_term_is_quoted_so_fts5_syntax_is_only_text(tmp_path: Path) -> None:
@@ -27,18 +28,9 @@ def test_terms_roll_back_with_their_chunks(tmp_path: Path) -> None:
     bad = NewChunk(Chunk("a.md", "T", (object(),), "beta", 2, 2, None, 1), "k1", "beta")  # type: ignore[arg-type]
 
     def put(chunks: list[NewChunk]) -> None:
+        vectors = np.ones((len(chunks), 4), np.float32)
         store.replace_file(
-            FileUpdate(
-                path="a.md",
-                kind="markdown",
-                title="T",
-                content_hash="h",
-                size=1,
-                mtime_ns=1,
-                chunks=chunks,
-                chunk_vectors=np.ones((len(chunks), 4), np.float32),
-                new_vectors={"k1": np.ones(4, np.float32)},
-            )
+            file_update("a.md", chunks, vectors, new_vectors={"k1": np.ones(4, np.float32)})
         )
 
     with pytest.raises(TypeError):

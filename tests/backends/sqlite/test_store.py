@@ -10,7 +10,8 @@ import pytest
 from citeline.backends.sqlite.store import SqliteStore, StoreDamaged, StoreError, rebuild_marker
 from citeline.core.documents import Chunk
 from citeline.core.errors import DiskFull
-from citeline.core.index import FileUpdate, IndexCounts, NewChunk
+from citeline.core.index import IndexCounts, NewChunk
+from updates import file_update
 
 
 def chunk(text: str, ordinal: int = 0, path: str = "a.md") -> Chunk:
@@ -36,16 +37,15 @@ def put(
 ) -> tuple[list[int], list[int]]:
     """``replace_file`` with what these tests do not vary filled in."""
     return store.replace_file(
-        FileUpdate(
-            path=path,
+        file_update(
+            path,
+            list(chunks),
+            np.zeros((len(chunks), 4), np.float32),  # the vector index's
+            new_vectors=dict(vectors or {}),
             kind=kind,
             title=title,
             content_hash=content_hash,
-            size=1,
             mtime_ns=mtime_ns,
-            chunks=list(chunks),
-            chunk_vectors=np.zeros((len(chunks), 4), np.float32),  # the vector index's
-            new_vectors=dict(vectors or {}),
             **extra,
         )
     )

@@ -745,16 +745,7 @@ class PostgresIndex:
         self._writable()
         now = time.time()
         path, chunks = update.path, update.chunks
-        record = (
-            update.kind,
-            update.title,
-            update.content_hash,
-            update.size,
-            update.mtime_ns,
-            now,
-            update.error,
-            update.note,
-        )
+        record = update.file_row(now)
 
         def write(conn: psycopg.Connection[Any]) -> tuple[list[int], list[int]]:
             with conn.transaction():

@@ -429,17 +429,7 @@ class SqliteStore:
                 "INSERT INTO files(path, kind, title, content_hash, size, mtime_ns,"
                 " indexed_at, error, note)"
                 " VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (
-                    path_key(path),
-                    update.kind,
-                    update.title,
-                    update.content_hash,
-                    update.size,
-                    update.mtime_ns,
-                    now,
-                    update.error,
-                    update.note,
-                ),
+                (path_key(path), *update.file_row(now)),
             )
             file_id = cursor.lastrowid
             self._put_vectors(update.new_vectors, now)

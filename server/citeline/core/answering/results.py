@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import StrEnum
+from typing import TypedDict
 
 from citeline.core.answering.language import message
 from citeline.core.documents import SECONDS_DIGITS, Hit, rounded
@@ -53,6 +54,21 @@ class Evidence:
     hit: Hit
 
 
+class CitationJson(TypedDict):
+    """A citation as JSON (:meth:`Citation.to_json`): what the command line and MCP
+    print, and what the wire's ``Citation`` (``citeline.wire``) locates."""
+
+    n: int
+    path: str
+    title: str | None
+    section: str | None
+    page: int | None
+    start_line: int | None
+    end_line: int | None
+    score: float
+    cited: bool
+
+
 @dataclass(frozen=True)
 class Citation:
     n: int
@@ -66,7 +82,7 @@ class Citation:
     score: float
     cited: bool  # False: listed because the answer cited nothing, or no answer was made
 
-    def to_json(self) -> dict[str, object]:
+    def to_json(self) -> CitationJson:
         return {
             "n": self.n,
             "path": self.path,
