@@ -12,14 +12,21 @@ from citeline.backends.faiss.index import FaissVectorIndexType
 from citeline.backends.faiss.kinds import wanted_kind
 
 
-def test_auto_is_flat_up_to_the_limit_then_ivf_sq8_with_hysteresis() -> None:
-    limit = kinds.FLAT_MAX
-    assert wanted_kind("auto", limit - 1) == "flat"
+def test_auto_is_flat_then_fp16_then_ivf_sq8_with_hysteresis() -> None:
+    limit, fp16 = kinds.FLAT_MAX, kinds.FP16_MIN
+    assert wanted_kind("auto", fp16 - 1) == "flat"
+    assert wanted_kind("auto", fp16) == "flat-fp16"
+    assert wanted_kind("auto", fp16 // 2, current="flat-fp16") == "flat-fp16"
+    assert wanted_kind("auto", fp16 // 2 - 1, current="flat-fp16") == "flat"
+    assert wanted_kind("auto", fp16, current="flat") == "flat-fp16"
+    assert wanted_kind("auto", limit - 1) == "flat-fp16"
     assert wanted_kind("auto", limit) == "ivf-sq8"
     assert wanted_kind("auto", limit // 2, current="ivf-sq8") == "ivf-sq8"
-    assert wanted_kind("auto", limit // 2 - 1, current="ivf-sq8") == "flat"
+    assert wanted_kind("auto", limit // 2 - 1, current="ivf-sq8") == "flat-fp16"
+    assert wanted_kind("auto", fp16 - 1, current="ivf-sq8") == "flat"
     assert wanted_kind("hnsw", 10) == "hnsw" and wanted_kind("flat", 10**7) == "flat"
-    assert wanted_kind("auto", 100_000) == "flat"  # exact while exact is fast (9-17 ms)
+    assert wanted_kind("flat-fp16", 10) == "flat-fp16"
+    assert wanted_kind("auto", 100_000) == "flat-fp16"  # half the bytes a scan reads
     with pytest.raises(ValueError):
         FaissVectorIndexType("annoy")
 
@@ -43,6 +50,12 @@ def test_a_base_read_back_is_mapped_and_answers_as_built(kind: str, tmp_path: Pa
     assert isinstance(read.ids, np.memmap)  # mapped, not read
     assert read.rows([5, 6, 1995]).tolist() == [1, -1, 399]
     np.testing.assert_array_equal(np.asarray(read.vectors), vectors)
+    some = np.array([0, 399, 7], dtype=np.int64)
+    np.testing.assert_array_equal(read.vectors_of(some), vectors[some])
+    assert (read.row_file is not None) == (kind in kinds.RESCORED)  # rows read, not mapped
+    if read.row_file is not None:
+        with pytest.raises(IndexError):
+            read.vectors_of(np.array([400], dtype=np.int64))
     best = read.search(vectors[7:8], 3, None)
     assert best[0][0] == 35 and best[0][1] == pytest.approx(1.0, abs=1e-5)
     with pytest.raises(ValueError):
