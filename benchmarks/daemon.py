@@ -607,6 +607,7 @@ def profile(docs: Path, words: Sequence[str], n: int) -> dict[str, Any]:
             for step in rows[0]
         }
     rss.append(("after searches", resident_mb()))
+    out["dense_recall_at_10"] = dense_recall(index, embedder, words, n)
     started = time.perf_counter()
     answer = workspace.ask("What does the first section of the big notes record?")
     out["ask_s"] = round(time.perf_counter() - started, 3)
@@ -616,6 +617,29 @@ def profile(docs: Path, words: Sequence[str], n: int) -> dict[str, Any]:
     rss.append(("after an ask", resident_mb()))
     workspace.close()
     out["rss_mb"] = {name: round(mb, 1) for name, mb in rss}
+    return out
+
+
+def dense_recall(index: Any, embedder: Any, words: Sequence[str], n: int) -> dict[str, Any]:
+    """Recall@10 of the folder's vector index against exact search over the vectors it
+    holds: for ``n`` embedded queries, and for ``n`` of its own vectors (whose nearest
+    neighbours are close, the case an approximate index is weakest on here)."""
+    vectors = index.vectors
+    ids, rows = vectors._contents()
+    rng = random.Random(3)
+    queries = [
+        embedder.embed_query(" ".join(rng.choice(words) for _ in range(rng.randint(3, 8))))
+        for _ in range(n)
+    ]
+    picks = np.random.default_rng(3).choice(len(ids), n, replace=False)
+    out: dict[str, Any] = {"kind": vectors.kind, "vectors": len(ids)}
+    for name, batch in (("queries", queries), ("stored_vectors", [rows[i] for i in picks])):
+        found = 0
+        for query in batch:
+            query = np.asarray(query, dtype=np.float32).reshape(-1)
+            exact = set(ids[np.argpartition(-(rows @ query), 10)[:10]].tolist())
+            found += len(exact & {c for c, _ in index.dense_search(query, 10)})
+        out[name] = round(found / (10 * len(batch)), 4)
     return out
 
 
@@ -639,6 +663,11 @@ def print_profile(figures: dict[str, Any]) -> None:
     )
     for name, mb in figures["rss_mb"].items():
         print(f"  resident {name:<30} {mb:7.1f} MiB")
+    recall = figures["dense_recall_at_10"]
+    print(
+        f"  dense recall@10 against exact ({recall['kind']}, {recall['vectors']:,} vectors):"
+        f" {recall['queries']:.3f} for queries, {recall['stored_vectors']:.3f} for stored vectors"
+    )
 
 
 def main() -> int:
