@@ -60,3 +60,35 @@ def test_a_base_read_back_is_mapped_and_answers_as_built(kind: str, tmp_path: Pa
     assert best[0][0] == 35 and best[0][1] == pytest.approx(1.0, abs=1e-5)
     with pytest.raises(ValueError):
         kinds.read_base(tmp_path, "b", kind, 9)
+
+
+def mapped_kb(name: Path) -> int | None:
+    """Resident kB of this process's mapping of ``name`` (None: not mapped)."""
+    found = None
+    lines = Path("/proc/self/smaps").read_text().splitlines()
+    for at, line in enumerate(lines):
+        if line.endswith(str(name)):
+            for entry in lines[at + 1 :]:
+                if entry.startswith("Rss:"):
+                    found = (found or 0) + int(entry.split()[1])
+                    break
+    return found
+
+
+@pytest.mark.skipif(not Path("/proc/self/smaps").exists(), reason="Linux memory accounting")
+@pytest.mark.parametrize("kind", kinds.RESCORED)
+def test_rescoring_reads_rows_without_making_the_float_vectors_resident(
+    kind: str, tmp_path: Path
+) -> None:
+    rng = np.random.default_rng(5)
+    vectors = rng.standard_normal((6000, 64)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    ids = np.arange(6000, dtype=np.int64)
+    kinds.write_base(kinds.build_base(kind, ids, vectors, 64), tmp_path, "b")
+    read = kinds.read_base(tmp_path, "b", kind, 64)
+    for row in range(0, 6000, 60):  # 100 searches, each rescoring 100 candidates
+        found = read.search(vectors[row : row + 1], 10, None)
+        assert found[0][0] == row and found[0][1] == pytest.approx(1.0, abs=1e-5)
+    # The file is in the page cache (just written): a mapped read would have made
+    # 64 KB around every row resident; pread leaves the 1.5 MB mapping untouched.
+    assert mapped_kb(tmp_path / "b.vectors.npy") == 0
