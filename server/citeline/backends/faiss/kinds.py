@@ -32,6 +32,7 @@ from __future__ import annotations
 import contextlib
 import math
 import os
+import weakref
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -129,7 +130,8 @@ class RowFile:
     search and maps nothing."""
 
     def __init__(self, name: Path, offset: int, shape: tuple[int, int]) -> None:
-        self._file = open(name, "rb", buffering=0)  # noqa: SIM115 (lives with the base)
+        self._fd = os.open(name, os.O_RDONLY)
+        weakref.finalize(self, os.close, self._fd)  # closed when the base goes
         self._offset = offset
         self._shape = shape
 
@@ -138,7 +140,7 @@ class RowFile:
         width = 4 * dimension
         out = np.empty((len(rows), dimension), dtype=np.float32)
         view = out.data.cast("B")
-        fd = self._file.fileno()
+        fd = self._fd
         for at, row in enumerate(rows.tolist()):
             if not 0 <= row < count:
                 raise IndexError(f"row {row} is not among {count}")
@@ -146,9 +148,6 @@ class RowFile:
             if os.preadv(fd, [place], self._offset + row * width) < width:
                 raise ValueError("vector file is shorter than its header says")
         return out
-
-    def close(self) -> None:
-        self._file.close()
 
 
 class Base:
