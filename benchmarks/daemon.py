@@ -791,6 +791,20 @@ def budget_table(summaries: Sequence[dict[str, Any]], chunks: int) -> list[dict[
         )
     rows.append(
         {
+            "figure": "daemon CPU per search, per hover (ms)",
+            "key": "daemon_cpu_ms_per_request",
+            "unit": "",
+            "budget": None,
+            "margin": None,
+            "runs": [
+                [run["daemon_cpu_ms_per_request"][name] for name in ("search", "hover")]
+                for run in summaries
+            ],
+            "within_margin": None,
+        }
+    )
+    rows.append(
+        {
             "figure": "load average (start, end)",
             "key": "load_average",
             "unit": "",
@@ -812,8 +826,9 @@ def print_budget_table(rows: Sequence[dict[str, Any]]) -> None:
         unit = f" {row['unit']}" if row["unit"] else ""
         budget = "" if row["budget"] is None else f"{row['budget']}{unit}"
         margin = "" if row["margin"] is None else f"{row['margin']}{unit}"
+        joiner = " → " if row["key"] == "load_average" else " / "
         values = " | ".join(
-            " → ".join(str(v) for v in value) if isinstance(value, list) else str(value)
+            joiner.join(str(v) for v in value) if isinstance(value, list) else str(value)
             for value in row["runs"]
         )
         verdict = {None: "", True: "yes", False: "**no**"}[row["within_margin"]]
