@@ -10,7 +10,7 @@ for): unit vectors drawn around n/100 random centres; queries are other points
 drawn the same way, not in the index.
 
     .venv/bin/python benchmarks/vectors.py [--sizes 100000 1000000]
-        [--kinds flat ivf-sq8 hnsw] [--queries 200] [--json]
+        [--kinds flat flat-fp16 ivf-sq8 hnsw] [--queries 200] [--json]
 """
 
 from __future__ import annotations
@@ -87,22 +87,28 @@ def measure(
     with tempfile.TemporaryDirectory(dir=os.environ.get("TMPDIR")) as folder:
         kinds.write_base(base, Path(folder), "bench")
         on_disk = sum(p.stat().st_size for p in Path(folder).iterdir())
+        opened = rss_mb()
         mapped = kinds.read_base(Path(folder), "bench", kind, DIMENSION)
-        latencies, recalls = [], []
+        latencies, cpu, recalls = [], [], []
         for query, expected in zip(queries, truth, strict=True):
             q = query.reshape(1, -1)
-            t = time.perf_counter()
+            t, c = time.perf_counter(), time.thread_time()
             found = mapped.search(q, K, None)
+            cpu.append(time.thread_time() - c)
             latencies.append(time.perf_counter() - t)
             recalls.append(len({i for i, _ in found} & expected) / K)
+        searched = rss_mb() - opened  # the mapped pages the searches read
         del mapped
-    ordered = sorted(latencies)
+    ordered, cpu = sorted(latencies), sorted(cpu)
     return {
         "kind": kind,
         "vectors": len(ids),
         "recall_at_10": round(statistics.fmean(recalls), 4),
         "search_p50_ms": round(statistics.median(ordered) * 1000, 2),
         "search_p95_ms": round(ordered[round(0.95 * (len(ordered) - 1))] * 1000, 2),
+        "search_cpu_p50_ms": round(statistics.median(cpu) * 1000, 2),
+        "search_cpu_p95_ms": round(cpu[round(0.95 * (len(cpu) - 1))] * 1000, 2),
+        "rss_searched_mb": round(searched, 1),
         "build_s": round(build_s, 1),
         "base_mb": round(on_disk / 2**20, 1),
         "rss_growth_mb": round(grown, 1),
@@ -142,10 +148,12 @@ def main() -> int:
             row = measure(kind, ids, vectors, queries, truth)
             rows.append(row)
             print(
-                f"{size:>9,} {kind:<8} recall@10 {row['recall_at_10']:.3f}"
+                f"{size:>9,} {kind:<9} recall@10 {row['recall_at_10']:.3f}"
                 f"  search p50 {row['search_p50_ms']:6.2f} ms p95 {row['search_p95_ms']:6.2f} ms"
+                f" (CPU {row['search_cpu_p50_ms']:.2f} / {row['search_cpu_p95_ms']:.2f})"
                 f"  build {row['build_s']:6.1f} s  base {row['base_mb']:7.1f} MB"
-                f"  rss +{row['rss_growth_mb']:.0f} MB  (load {row['load_average']})",
+                f"  rss +{row['rss_growth_mb']:.0f} MB, searched +{row['rss_searched_mb']:.0f} MB"
+                f"  (load {row['load_average']})",
                 flush=True,
             )
         del vectors

@@ -136,7 +136,7 @@ class RecordSettings:
     asks: bool = True  # one JSON line per ask in <index>/asks.jsonl
 
 
-VECTOR_INDEXES = ("auto", "flat", "ivf-sq8", "hnsw")
+VECTOR_INDEXES = ("auto", "flat", "flat-fp16", "ivf-sq8", "hnsw")
 STORE_SCHEMES = ("postgresql://", "postgres://")
 
 
@@ -148,8 +148,9 @@ class IndexSettings:
 
     path: str = ""  # empty = <docs>/.citeline (for a team index: the ask log only)
     max_file_mb: float = 20.0
-    # The vector index: "auto" is exact (flat) up to 150,000 chunks and an inverted file
-    # over 8-bit codes (ivf-sq8) above; "flat", "ivf-sq8" or "hnsw" forces one.
+    # The vector index: "auto" is exact (flat) below 20,000 chunks, a scan of 16-bit codes
+    # with exact rescoring (flat-fp16) up to 150,000 and an inverted file over 8-bit codes
+    # (ivf-sq8) above; "flat", "flat-fp16", "ivf-sq8" or "hnsw" forces one.
     vectors: str = "auto"
     store: str = ""  # empty = the embedded index; "postgresql://…" = a team collection
     collection: str = ""  # the team collection's name; empty = "default"

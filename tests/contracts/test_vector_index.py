@@ -16,6 +16,7 @@ from memory import MemoryVectorIndex
 
 TYPES: dict[str, VectorIndexType] = {
     "faiss": FaissVectorIndex,  # "auto": flat at these sizes
+    "faiss-flat-fp16": FaissVectorIndexType("flat-fp16"),
     "faiss-ivf-sq8": FaissVectorIndexType("ivf-sq8"),
     "faiss-hnsw": FaissVectorIndexType("hnsw"),
     "memory": MemoryVectorIndex,

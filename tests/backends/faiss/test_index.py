@@ -101,6 +101,37 @@ def test_ivf_sq8_finds_what_exact_search_finds_with_exact_scores(
     assert [s for _, s in found] == pytest.approx((vectors[rows] @ queries[0]).tolist(), abs=1e-6)
 
 
+def test_a_growing_index_becomes_fp16_and_keeps_exact_answers_and_scores(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(kinds, "FP16_MIN", 2000)
+    path = tmp_path / "v"
+    vectors = unit_rows(3200, dimension=32, clusters=30)
+    ids = np.arange(3200, dtype=np.int64) + 7
+    index = FaissVectorIndex.empty(32)
+    index.add(ids[:1500], vectors[:1500])
+    index.save(path)
+    assert FaissVectorIndex.load(path, 32).kind == "flat"
+    index.add(ids[1500:3000], vectors[1500:3000])
+    index.save(path)  # 3000 vectors: the size calls for fp16 codes, a new base
+    loaded = FaissVectorIndex.load(path, 32)
+    assert loaded.kind == "flat-fp16"
+    assert (path.parent / f"{loaded._head['base']}.vectors.npy").is_file()  # type: ignore[index]
+    loaded.remove(list(range(7, 207)))  # tombstones in the base
+    loaded.add(ids[3000:], vectors[3000:])  # and a delta beside it
+    held_ids, held = ids[200:], vectors[200:]
+    queries = unit_rows(60, dimension=32, seed=1, clusters=30)
+    for query in queries:
+        found = loaded.search(query, 10)
+        assert [i for i, _ in found] == exact(held, held_ids, query, 10)
+        rows = [i - 207 for i, _ in found]
+        assert [s for _, s in found] == pytest.approx((held[rows] @ query).tolist(), abs=1e-6)
+    loaded.save(path)
+    again = FaissVectorIndex.load(path, 32)
+    assert again.kind == "flat-fp16" and len(again) == 3000
+    assert [i for i, _ in again.search(queries[0], 10)] == exact(held, held_ids, queries[0], 10)
+
+
 def test_hnsw_cannot_remove_so_removed_ids_are_skipped(tmp_path: Path) -> None:
     path = tmp_path / "v"
     vectors = unit_rows(300)

@@ -12,14 +12,21 @@ from citeline.backends.faiss.index import FaissVectorIndexType
 from citeline.backends.faiss.kinds import wanted_kind
 
 
-def test_auto_is_flat_up_to_the_limit_then_ivf_sq8_with_hysteresis() -> None:
-    limit = kinds.FLAT_MAX
-    assert wanted_kind("auto", limit - 1) == "flat"
+def test_auto_is_flat_then_fp16_then_ivf_sq8_with_hysteresis() -> None:
+    limit, fp16 = kinds.FLAT_MAX, kinds.FP16_MIN
+    assert wanted_kind("auto", fp16 - 1) == "flat"
+    assert wanted_kind("auto", fp16) == "flat-fp16"
+    assert wanted_kind("auto", fp16 // 2, current="flat-fp16") == "flat-fp16"
+    assert wanted_kind("auto", fp16 // 2 - 1, current="flat-fp16") == "flat"
+    assert wanted_kind("auto", fp16, current="flat") == "flat-fp16"
+    assert wanted_kind("auto", limit - 1) == "flat-fp16"
     assert wanted_kind("auto", limit) == "ivf-sq8"
     assert wanted_kind("auto", limit // 2, current="ivf-sq8") == "ivf-sq8"
-    assert wanted_kind("auto", limit // 2 - 1, current="ivf-sq8") == "flat"
+    assert wanted_kind("auto", limit // 2 - 1, current="ivf-sq8") == "flat-fp16"
+    assert wanted_kind("auto", fp16 - 1, current="ivf-sq8") == "flat"
     assert wanted_kind("hnsw", 10) == "hnsw" and wanted_kind("flat", 10**7) == "flat"
-    assert wanted_kind("auto", 100_000) == "flat"  # exact while exact is fast (9-17 ms)
+    assert wanted_kind("flat-fp16", 10) == "flat-fp16"
+    assert wanted_kind("auto", 100_000) == "flat-fp16"  # half the bytes a scan reads
     with pytest.raises(ValueError):
         FaissVectorIndexType("annoy")
 
@@ -43,7 +50,45 @@ def test_a_base_read_back_is_mapped_and_answers_as_built(kind: str, tmp_path: Pa
     assert isinstance(read.ids, np.memmap)  # mapped, not read
     assert read.rows([5, 6, 1995]).tolist() == [1, -1, 399]
     np.testing.assert_array_equal(np.asarray(read.vectors), vectors)
+    some = np.array([0, 399, 7], dtype=np.int64)
+    np.testing.assert_array_equal(read.vectors_of(some), vectors[some])
+    assert (read.row_file is not None) == (kind in kinds.RESCORED)  # rows read, not mapped
+    if read.row_file is not None:
+        with pytest.raises(IndexError):
+            read.vectors_of(np.array([400], dtype=np.int64))
     best = read.search(vectors[7:8], 3, None)
     assert best[0][0] == 35 and best[0][1] == pytest.approx(1.0, abs=1e-5)
     with pytest.raises(ValueError):
         kinds.read_base(tmp_path, "b", kind, 9)
+
+
+def mapped_kb(name: Path) -> int | None:
+    """Resident kB of this process's mapping of ``name`` (None: not mapped)."""
+    found = None
+    lines = Path("/proc/self/smaps").read_text().splitlines()
+    for at, line in enumerate(lines):
+        if line.endswith(str(name)):
+            for entry in lines[at + 1 :]:
+                if entry.startswith("Rss:"):
+                    found = (found or 0) + int(entry.split()[1])
+                    break
+    return found
+
+
+@pytest.mark.skipif(not Path("/proc/self/smaps").exists(), reason="Linux memory accounting")
+@pytest.mark.parametrize("kind", kinds.RESCORED)
+def test_rescoring_reads_rows_without_making_the_float_vectors_resident(
+    kind: str, tmp_path: Path
+) -> None:
+    rng = np.random.default_rng(5)
+    vectors = rng.standard_normal((6000, 64)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    ids = np.arange(6000, dtype=np.int64)
+    kinds.write_base(kinds.build_base(kind, ids, vectors, 64), tmp_path, "b")
+    read = kinds.read_base(tmp_path, "b", kind, 64)
+    for row in range(0, 6000, 60):  # 100 searches, each rescoring 100 candidates
+        found = read.search(vectors[row : row + 1], 10, None)
+        assert found[0][0] == row and found[0][1] == pytest.approx(1.0, abs=1e-5)
+    # The file is in the page cache (just written): a mapped read would have made
+    # 64 KB around every row resident; pread leaves the 1.5 MB mapping untouched.
+    assert mapped_kb(tmp_path / "b.vectors.npy") == 0

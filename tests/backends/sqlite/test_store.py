@@ -204,11 +204,27 @@ def test_an_index_from_before_notes_gets_the_column(tmp_path: Path) -> None:
     path = tmp_path / "s.db"
     SqliteStore(path).close()
     db = sqlite3.connect(path)
+    db.execute("DROP INDEX files_note")  # an index from before notes had neither
     db.execute("ALTER TABLE files DROP COLUMN note")
     db.commit()
     db.close()
     store = SqliteStore(path)
     assert store.file_notes() == []
+    assert store.counts().files == 0
+
+
+def test_what_an_update_reports_is_read_from_partial_indexes(tmp_path: Path) -> None:
+    store = SqliteStore(tmp_path / "s.db")
+    plans = {
+        query: " ".join(str(row[3]) for row in store._db.execute(f"EXPLAIN QUERY PLAN {query}"))
+        for query in (
+            "SELECT path, error FROM files WHERE error IS NOT NULL",
+            "SELECT path, note FROM files WHERE note IS NOT NULL AND error IS NULL",
+            "SELECT count(*) FROM files WHERE error IS NOT NULL",
+        )
+    }
+    assert all("files_error" in plan or "files_note" in plan for plan in plans.values()), plans
+    store.close()
 
 
 def test_vectors_are_kept_on_their_own(tmp_path: Path) -> None:

@@ -17,7 +17,7 @@ A small index (under :data:`LOG_MIN` vectors, flat) lives in its log alone.
 Files, for ``save(path)``: ``path`` itself is a small JSON *head* naming the base
 and the log and how many log bytes are valid (replaced atomically, so a reader
 sees the old or the new index); ``<path>.<token>.base``, ``.ids.npy``,
-``.vectors.npy`` (ivf-sq8) and ``.log`` belong to it.  A new base gets a new
+``.vectors.npy`` (flat-fp16, ivf-sq8) and ``.log`` belong to it.  A new base gets a new
 token, and the files of older tokens are deleted once the head no longer names
 them (a process that has them mapped keeps reading them).  Before appending, a
 save checks that the head on disk is still the one it loaded or wrote; when
@@ -156,6 +156,7 @@ class FaissVectorIndex(segments.Segmented):
             return out
         q = np.asarray(query, dtype=np.float32).reshape(-1)
         rows = self._base.rows(ids)
+        in_base: list[tuple[int, int]] = []
         for chunk_id, row in zip(ids, rows, strict=True):
             key = int(chunk_id)
             if self._delta.ntotal:
@@ -163,7 +164,11 @@ class FaissVectorIndex(segments.Segmented):
                     out[key] = float(np.dot(self._delta.reconstruct(key), q))
                     continue
             if row >= 0 and key not in self._dead:
-                out[key] = float(np.dot(self._base.vectors[row], q))
+                in_base.append((key, int(row)))
+        if in_base:  # one read of the base's rows, scored together
+            found = self._base.vectors_of(np.array([row for _, row in in_base], dtype=np.int64))
+            for (key, _), score in zip(in_base, (found @ q).tolist(), strict=True):
+                out[key] = float(score)
         return out
 
     def _skipping(self) -> Any:

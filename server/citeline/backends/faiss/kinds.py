@@ -2,6 +2,11 @@
 an index written once and memory-mapped when it is read.
 
 - ``flat``: every vector scored, exactly (``IndexIDMap2`` over ``IndexFlatIP``).
+- ``flat-fp16``: every vector scored from 16-bit float codes (``IndexScalarQuantizer``,
+  ``QT_fp16``: half the bytes a search reads), then its candidates scored again
+  exactly from the float vectors kept beside it, as ``ivf-sq8``'s are.  The scores it
+  returns are exact cosines; the candidates (the best :data:`APPROXIMATE_MIN_CANDIDATES`
+  by the codes) held the exact 10 on every measured query.
 - ``ivf-sq8``: an inverted file over 8-bit scalar-quantized codes (about 4·√n lists,
   ``nprobe`` about 2.5% of them); its candidates (twice as many as wanted, at least
   100) are scored again exactly from the float vectors kept beside it, so the scores
@@ -10,7 +15,8 @@ an index written once and memory-mapped when it is read.
   approximate candidates; it cannot remove ids, so removals are tombstones (see
   ``index.py``) until the next base.
 
-``auto`` is ``flat`` below :data:`FLAT_MAX` vectors and ``ivf-sq8`` above: measured
+``auto`` is ``flat`` below :data:`FP16_MIN` vectors, ``flat-fp16`` up to :data:`FLAT_MAX`
+and ``ivf-sq8`` above: measured
 with ``benchmarks/vectors.py`` (recall@10 against exact, latency, memory and build
 time at 100k and 1M vectors; docs/performance.md).  IVF removes ids and builds in
 a fraction of HNSW's time, at a quarter of its memory.
@@ -26,6 +32,7 @@ from __future__ import annotations
 import contextlib
 import math
 import os
+import weakref
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -38,9 +45,11 @@ from citeline.core.embedding import FloatMatrix
 from citeline.core.vectors import IdArray
 
 FLAT = "flat"
+FLAT_FP16 = "flat-fp16"
 IVF_SQ8 = "ivf-sq8"
 HNSW = "hnsw"
-KINDS = (FLAT, IVF_SQ8, HNSW)
+KINDS = (FLAT, FLAT_FP16, IVF_SQ8, HNSW)
+RESCORED = (FLAT_FP16, IVF_SQ8)  # kinds whose candidates are scored again exactly
 CHOICES = ("auto", *KINDS)
 
 #: ``auto`` keeps the exact flat index below this many vectors and takes ``ivf-sq8``
@@ -49,6 +58,10 @@ CHOICES = ("auto", *KINDS)
 #: found 0.965 of the exact 10 on real MiniLM vectors (10k) but 0.243 on hashed
 #: bag-of-words vectors (100k): exact is kept while it is fast (docs/performance.md).
 FLAT_MAX = 150_000
+#: ``auto`` scans 16-bit codes from this many vectors (and goes back to float32 below
+#: half of it): at 100k vectors a scan of the codes and an exact rescoring of 100
+#: candidates took 5.0 ms of CPU where the float32 scan took 10.7 (docs/performance.md).
+FP16_MIN = 20_000
 IVF_LISTS_PER_ROOT = 4
 IVF_PROBE_SHARE = 0.025
 IVF_MIN_PROBES = 16
@@ -68,9 +81,12 @@ def wanted_kind(choice: str, count: int, current: str | None = None) -> str:
     """The kind of base for ``count`` vectors: ``choice`` unless it is ``auto``."""
     if choice != "auto":
         return choice
-    if current == IVF_SQ8 and count >= FLAT_MAX // 2:
-        return IVF_SQ8  # a folder near the limit does not flip between kinds
-    return IVF_SQ8 if count >= FLAT_MAX else FLAT
+    # A folder near a limit does not flip between kinds: a kind is left at half its limit.
+    if count >= FLAT_MAX or (current == IVF_SQ8 and count >= FLAT_MAX // 2):
+        return IVF_SQ8
+    if count >= FP16_MIN or (current == FLAT_FP16 and count >= FP16_MIN // 2):
+        return FLAT_FP16
+    return FLAT
 
 
 def ivf_lists(count: int) -> int:
@@ -104,18 +120,61 @@ def flat_vectors(flat: Any, count: int, dimension: int) -> npt.NDArray[np.float3
     return np.frombuffer(raw, dtype=np.float32).reshape(count, dimension)
 
 
+class RowFile:
+    """Rows of a saved ``.npy`` matrix read with ``pread``, not through a mapping.
+
+    A page fault in a mapped file maps the pages around it that are in the page cache
+    too (the kernel's fault-around, 64 KB; ``MADV_RANDOM`` does not stop it), so the
+    100 rows a rescoring reads made 6 MB of the float vectors resident, and 100
+    searches at 100k vectors all 150 MB of them.  Reading the rows costs 0.1 ms a
+    search and maps nothing."""
+
+    def __init__(self, name: Path, offset: int, shape: tuple[int, int]) -> None:
+        self._fd = os.open(name, os.O_RDONLY)
+        weakref.finalize(self, os.close, self._fd)  # closed when the base goes
+        self._offset = offset
+        self._shape = shape
+
+    def rows(self, rows: IdArray) -> npt.NDArray[np.float32]:
+        count, dimension = self._shape
+        width = 4 * dimension
+        out = np.empty((len(rows), dimension), dtype=np.float32)
+        view = out.data.cast("B")
+        fd = self._fd
+        for at, row in enumerate(rows.tolist()):
+            if not 0 <= row < count:
+                raise IndexError(f"row {row} is not among {count}")
+            place = view[at * width : (at + 1) * width]
+            if os.preadv(fd, [place], self._offset + row * width) < width:
+                raise ValueError("vector file is shorter than its header says")
+        return out
+
+
 class Base:
     """An index written once: its FAISS index, its ids (in index order) and vectors."""
 
     def __init__(
-        self, kind: str, index: Any, ids: IdArray, vectors: npt.NDArray[np.float32]
+        self,
+        kind: str,
+        index: Any,
+        ids: IdArray,
+        vectors: npt.NDArray[np.float32],
+        row_file: RowFile | None = None,
     ) -> None:
         self.kind = kind
         self.index = index
         self.ids = ids
         self.vectors = vectors  # row i is the vector of ids[i]
+        self.row_file = row_file  # the same rows, read without mapping them
         self._order: IdArray | None = None
         self._sorted: IdArray | None = None
+
+    def vectors_of(self, rows: IdArray) -> npt.NDArray[np.float32]:
+        """The float vectors of ``rows`` (each a row here): few rows of a saved base
+        are read from its file, leaving its mapping untouched."""
+        if self.row_file is not None:
+            return self.row_file.rows(rows)
+        return np.asarray(self.vectors[rows], dtype=np.float32)
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -137,7 +196,7 @@ class Base:
         if len(self.ids) == 0:
             return []
         want = k
-        if self.kind == IVF_SQ8:
+        if self.kind in RESCORED:
             want = max(APPROXIMATE_CANDIDATES * k, APPROXIMATE_MIN_CANDIDATES)
         want = min(want, len(self.ids))
         params: Any = None
@@ -153,8 +212,8 @@ class Base:
             params.sel = skip
         scores, ids = self.index.search(query, want, params=params)
         found = [(int(i), float(s)) for i, s in zip(ids[0], scores[0], strict=True) if i != -1]
-        if self.kind == IVF_SQ8 and found:  # quantized scores: score the candidates exactly
-            exact = self.vectors[self.rows([i for i, _ in found])] @ query.reshape(-1)
+        if self.kind in RESCORED and found:  # quantized scores: score the candidates exactly
+            exact = self.vectors_of(self.rows([i for i, _ in found])) @ query.reshape(-1)
             found = [(i, float(s)) for (i, _), s in zip(found, exact, strict=True)]
             found.sort(key=lambda item: -item[1])
         return found[:k]
@@ -180,6 +239,12 @@ def build_base(kind: str, ids: IdArray, vectors: FloatMatrix, dimension: int) ->
         if kind == FLAT:
             index = _faiss.IndexIDMap2(_faiss.IndexFlatIP(dimension))
             index.add_with_ids(vectors, ids)
+        elif kind == FLAT_FP16:
+            codes = _faiss.IndexScalarQuantizer(
+                dimension, _faiss.ScalarQuantizer.QT_fp16, _faiss.METRIC_INNER_PRODUCT
+            )
+            index = _faiss.IndexIDMap2(codes)
+            index.add_with_ids(vectors, ids)
         elif kind == HNSW:
             graph = _faiss.IndexHNSWFlat(dimension, HNSW_M, _faiss.METRIC_INNER_PRODUCT)
             graph.hnsw.efConstruction = HNSW_EF_CONSTRUCTION
@@ -203,10 +268,11 @@ def build_base(kind: str, ids: IdArray, vectors: FloatMatrix, dimension: int) ->
 
 
 def write_base(base: Base, folder: Path, prefix: str) -> None:
-    """``<prefix>.base`` (the FAISS index), ``.ids.npy`` and, for ivf-sq8, ``.vectors.npy``."""
+    """``<prefix>.base`` (the FAISS index), ``.ids.npy`` and, for the kinds that score
+    their candidates again (flat-fp16, ivf-sq8), ``.vectors.npy``."""
     _faiss.write_index(base.index, str(folder / f"{prefix}.base"))
     np.save(folder / f"{prefix}.ids.npy", base.ids)
-    if base.kind == IVF_SQ8:
+    if base.kind in RESCORED:
         np.save(folder / f"{prefix}.vectors.npy", base.vectors)
 
 
@@ -225,11 +291,14 @@ def read_base(folder: Path, prefix: str, kind: str, dimension: int) -> Base:
     ids = np.load(folder / f"{prefix}.ids.npy", mmap_mode="r")
     if len(ids) != index.ntotal:
         raise ValueError(f"vector index {name} and its ids disagree")
-    if kind == IVF_SQ8:
-        vectors = np.load(folder / f"{prefix}.vectors.npy", mmap_mode="r")
+    row_file = None
+    if kind in RESCORED:
+        saved = folder / f"{prefix}.vectors.npy"
+        vectors = np.load(saved, mmap_mode="r")
+        row_file = RowFile(saved, int(vectors.offset), (len(vectors), dimension))
     else:
         storage = index.index if kind == FLAT else _faiss.downcast_index(index.index).storage
         vectors = flat_vectors(storage, int(index.ntotal), dimension)
     if vectors.shape != (len(ids), dimension):
         raise ValueError(f"vector index {name} and its vectors disagree")
-    return Base(kind, index, ids, vectors)
+    return Base(kind, index, ids, vectors, row_file)

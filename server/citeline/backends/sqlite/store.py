@@ -306,6 +306,9 @@ class SqliteStore:
         columns = {row[1] for row in db.execute("PRAGMA table_info(files)")}
         if "note" not in columns:  # an index from before notes: same format otherwise
             db.execute("ALTER TABLE files ADD COLUMN note TEXT")
+        # What every update reports (errors, notes) is read from partial indexes: the
+        # files with one, not a scan of every file (2-3 ms of CPU each at 25k files).
+        db.execute("CREATE INDEX IF NOT EXISTS files_note ON files(note) WHERE note IS NOT NULL")
         if self.get_meta("schema") != SCHEMA_VERSION:  # no write when it is: a full disk
             self.set_meta("schema", SCHEMA_VERSION)  # leaves an index readable
         db.execute("SELECT count(*) FROM chunks").fetchone()
@@ -377,9 +380,9 @@ class SqliteStore:
         return out
 
     def file_errors(self) -> list[tuple[str, str]]:
-        rows = self._db.execute(
-            "SELECT path, error FROM files WHERE error IS NOT NULL ORDER BY path"
-        ).fetchall()
+        # No ORDER BY: sorting in SQL would walk the path index over every file
+        # instead of the partial index over the files with an error.
+        rows = self._db.execute("SELECT path, error FROM files WHERE error IS NOT NULL").fetchall()
         return sorted((path_of(p), str(e)) for p, e in rows)
 
     def file_notes(self) -> list[tuple[str, str]]:
@@ -586,7 +589,12 @@ class SqliteStore:
         return out
 
     def counts(self) -> IndexCounts:
-        files = self._db.execute("SELECT count(*) FROM files WHERE error IS NULL").fetchone()[0]
+        # All files less those with an error: two counts over indexes, not a table scan.
+        every = self._db.execute("SELECT count(*) FROM files").fetchone()[0]
+        failed = self._db.execute("SELECT count(*) FROM files WHERE error IS NOT NULL").fetchone()[
+            0
+        ]
+        files = int(every) - int(failed)
         chunks = self._db.execute("SELECT count(*) FROM chunks").fetchone()[0]
         return IndexCounts(int(files), int(chunks))
 
