@@ -348,3 +348,39 @@ def test_an_edit_stems_only_its_new_chunks_and_keyword_search_sees_them(
     hits = ws.retriever.search("wombats", k=1, mode="keyword")
     assert "wombats" in hits[0].chunk.text
     ws.close()
+
+
+def test_a_changed_loader_rereads_only_its_formats_files_and_embeds_only_new_texts(
+    docs: Path, embedder: CountingEmbedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from citeline.core import loaders
+    from citeline.core.documents import SourceDocument
+    from citeline.core.loaders import text as text_loader
+
+    ws = open_ws(docs, embedder)
+    cold = ws.update()
+    assert ws.index.get_meta(ingest.LOADERS_META) is not None  # the versions that read it
+    assert ws.update().files_changed == 0
+    # A new PDF loader (same output): the PDF alone is read and chunked again, and its
+    # unchanged chunk texts keep their vectors.
+    monkeypatch.setitem(loaders.LOADER_VERSIONS, "pdf", loaders.LOADER_VERSIONS["pdf"] + 1)
+    before = embedder.embedded
+    report = ws.update()
+    assert report.files_changed == 1 and report.embedded == 0 and report.reused >= 1
+    assert embedder.embedded == before
+    assert ws.update().files_changed == 0  # recorded: not read again
+    # A text loader that now reads more: only the text file is re-chunked, and only
+    # its new chunk's text is embedded.
+    original = text_loader.load_text
+
+    def load_text(data: bytes, rel_path: str, name: str) -> SourceDocument:
+        return original(data + b"\n\nThe grinder is cleaned every Friday.\n", rel_path, name)
+
+    monkeypatch.setattr(text_loader, "load_text", load_text)
+    assert ws.update().files_changed == 0  # the same version: nothing is read again
+    monkeypatch.setitem(loaders.LOADER_VERSIONS, "text", loaders.LOADER_VERSIONS["text"] + 1)
+    report = ws.update()
+    assert report.files_changed == 1 and 1 <= report.embedded < cold.embedded
+    hits = ws.search("When is the grinder cleaned?", 3)
+    assert hits and hits[0].chunk.path == "notes.txt" and "Friday" in hits[0].chunk.text
+    ws.close()
