@@ -139,6 +139,7 @@ class EmbeddedIndex:
         self.keywords = self._open_keywords()
         self._loaded_generation = self.store.generation
         self._between: Callable[[], None] | None = None  # inside writing(): its between
+        self._unsaved = 0  # chunks added to the mirrors since they were last saved
 
     @property
     def identity(self) -> IndexIdentity:
@@ -364,7 +365,7 @@ class EmbeddedIndex:
                     self._save(self.keywords_path, self.keywords, between)
                 self._loaded_generation = self.store.generation
             finally:
-                self._between = None
+                self._between, self._unsaved = None, 0
                 fcntl.flock(fd, fcntl.LOCK_UN)
         finally:
             os.close(fd)
@@ -415,6 +416,14 @@ class EmbeddedIndex:
         self._mirror(removed, added, update.chunk_vectors)
         for chunk_id, row in zip(added, rows, strict=True):
             self.keywords.add_row(chunk_id, row)
+        self._unsaved += len(added)
+        if self._unsaved >= SAVE_EVERY_CHUNKS:
+            # A long batch (a first index of many files) saves its mirrors as it goes:
+            # what they hold in memory becomes a memory-mapped base, and the memory
+            # they held is freed, so a batch's memory does not grow with its files.
+            self._save(self.vectors_path, self.vectors, self._between)
+            self._save(self.keywords_path, self.keywords, self._between)
+            self._unsaved = 0
         return removed, added
 
     def remove_files(self, paths: Iterable[str]) -> list[int]:
@@ -445,6 +454,7 @@ class EmbeddedIndex:
         self.store.close()
 
 
+SAVE_EVERY_CHUNKS = 5000  # chunks added in one batch before its mirrors are saved
 LOCK_POLL = 0.02  # seconds between two tries of a write lock another process holds
 LOCK_SAY_AFTER = 0.5  # a wait this long is said, once
 
