@@ -273,3 +273,26 @@ def test_a_writer_waiting_for_the_lock_lets_work_in_and_says_who_it_waits_for(
     assert second.dense_search(unit([1, 0, 0]).reshape(1, -1), 1)  # taken up after
     first.close()
     second.close()
+
+
+def test_a_long_batch_saves_its_mirrors_as_it_goes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every SAVE_EVERY_CHUNKS chunks a batch saves its mirrors (their memory becomes a
+    mapped base): a process opening the index meanwhile loads them as committed."""
+    from citeline.backends import embedded
+
+    monkeypatch.setattr(embedded, "SAVE_EVERY_CHUNKS", 3)
+    index = EmbeddedIndex(tmp_path, IDENTITY, FaissVectorIndex)
+    seen: list[tuple[int | None, int]] = []
+    with index.writing():
+        for n in range(7):
+            add_file(index, f"{n}.md", f"k{n}", unit([1, n + 1, 0]))
+            seen.append((index._saved_generation(index.vectors_path), index.store.generation))
+    saved_at = [n for n, (saved, generation) in enumerate(seen) if saved == generation]
+    assert saved_at == [2, 5]  # after the 3rd and the 6th file
+    assert index._saved_generation(index.keywords_path) == index.store.generation  # the end
+    other = EmbeddedIndex(tmp_path, IDENTITY, FaissVectorIndex)
+    assert len(other.vectors) == 7 and len(other.keywords) == 7
+    other.close()
+    index.close()

@@ -40,3 +40,66 @@ def test_a_log_grows_from_the_bytes_its_head_counts(tmp_path: Path) -> None:
     head = segments.append_log(path, {"format": "f/1", "log": "head.t.log", "log_bytes": 2}, b"+")
     assert head["log_bytes"] == 3 and (tmp_path / "head.t.log").read_bytes() == b"ok+"
     assert segments.read_head(path, "f/1", "thing") == head
+
+
+def test_a_base_written_beside_lets_between_run_and_raises_its_error(tmp_path: Path) -> None:
+    import threading
+
+    ran = threading.Event()
+
+    def work() -> str:  # done only once ``between`` ran on the caller's thread
+        assert ran.wait(10)
+        return "written"
+
+    caller = threading.current_thread()
+    threads: list[threading.Thread] = []
+
+    def between() -> None:
+        threads.append(threading.current_thread())
+        ran.set()
+
+    assert segments._beside(work, between) == "written"
+    assert threads and all(t is caller for t in threads)
+
+    def failing() -> str:
+        raise OSError("disk full")
+
+    with pytest.raises(OSError, match="disk full"):
+        segments._beside(failing, lambda: None)
+
+
+def test_indexes_saved_beside_searches_are_the_indexes_saved_inline(tmp_path: Path) -> None:
+    """A FAISS and a postings index compacted with ``between`` searching them all
+    along: every search answers as before the save, and what is saved loads equal."""
+    import numpy as np
+
+    from citeline.backends.faiss.index import FaissVectorIndex
+    from citeline.backends.postings import PostingsKeywordIndex
+
+    rng = np.random.default_rng(3)
+    vectors = rng.standard_normal((20_000, 64)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    dense = FaissVectorIndex(64)
+    dense.add(np.arange(len(vectors), dtype=np.int64), vectors)
+    dense.remove([5, 6, 7])
+    keywords = PostingsKeywordIndex()
+    for i in range(20_000):
+        keywords.add(i, f"w{i % 97} w{i % 13} common")
+    keywords.remove([1, 2])
+    query = vectors[:1]
+    want_dense, want_kw = dense.search(query, 10), keywords.search(["w5", "common"], 10)
+    searched: list[bool] = []
+
+    def between() -> None:
+        searched.append(
+            dense.search(query, 10) == want_dense
+            and keywords.search(["w5", "common"], 10) == want_kw
+        )
+
+    dense.save(tmp_path / "vectors", between)
+    keywords.save(tmp_path / "keywords", between)
+    assert all(searched)
+    assert dense.search(query, 10) == want_dense
+    assert keywords.search(["w5", "common"], 10) == want_kw
+    assert FaissVectorIndex.load(tmp_path / "vectors", 64).search(query, 10) == want_dense
+    assert PostingsKeywordIndex.load(tmp_path / "keywords").search(["w5", "common"], 10) == want_kw

@@ -130,3 +130,57 @@ def test_a_log_that_is_not_a_regular_file_is_not_read(
     with caplog.at_level(logging.WARNING):
         assert read_records(index) == []
     assert "cannot read the ask log" in caplog.text
+
+
+_WRITER = """
+import sys
+from pathlib import Path
+from citeline.core import records
+from citeline.core.answering.results import Answer
+records.MAX_RECORDS, records.TRIM_SLACK = int(sys.argv[3]), int(sys.argv[4])
+start = Path(sys.argv[1]) / "start"
+while not start.exists():  # both writers begin together
+    pass
+answer = Answer(question="Where?", language="en", text="Nowhere. " * 2000, refused=True,
+                generator_called=False, citations=[], hits=[], evidence=[], timings={})
+ids = [records.record_ask(Path(sys.argv[1]), answer, {}) for _ in range(int(sys.argv[2]))]
+sys.stdout.write("\\n".join(i or "-" for i in ids))
+"""
+
+
+def _concurrent_writers(tmp_path: Path, count: int, keep: int, slack: int) -> list[list[str]]:
+    """Two processes appending ``count`` records each at once; each one's ids in order."""
+    import subprocess
+    import sys
+
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", _WRITER, str(tmp_path), str(count), str(keep), str(slack)],
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(2)
+    ]
+    (tmp_path / "start").touch()
+    outputs = [proc.communicate(timeout=300)[0] for proc in procs]
+    assert [proc.returncode for proc in procs] == [0, 0]
+    return [out.split("\n") for out in outputs]
+
+
+def test_two_processes_appending_at_once_lose_no_line(tmp_path: Path) -> None:
+    written = _concurrent_writers(tmp_path, 300, keep=1000, slack=100)
+    assert all("-" not in ids and len(ids) == 300 for ids in written)
+    lines = (tmp_path / RECORDS_FILE).read_bytes().split(b"\n")
+    assert lines[-1] == b"" and all(json.loads(line)["id"] for line in lines[:-1])  # none torn
+    assert sorted(r.id for r in read_records(tmp_path)) == sorted(written[0] + written[1])
+
+
+def test_two_processes_appending_and_trimming_keep_every_newest_line(tmp_path: Path) -> None:
+    """With trims rewriting the log under the appends, what is left of each writer's
+    records is the newest run of them: no line of either was dropped by the other's trim."""
+    written = _concurrent_writers(tmp_path, 400, keep=100, slack=10)
+    kept = [r.id for r in read_records(tmp_path)]
+    assert 100 <= len(kept) <= 110
+    for ids in written:
+        mine = [i for i in kept if i in set(ids)]
+        assert mine == ids[len(ids) - len(mine) :]  # a suffix: nothing missing in between

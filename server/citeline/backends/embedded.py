@@ -39,7 +39,10 @@ from pathlib import Path
 import numpy as np
 
 from citeline.backends.postings import PostingsKeywordIndex
+from citeline.backends.postings.base import Row
+from citeline.backends.segments import Segmented
 from citeline.backends.sqlite.store import (
+    INSERT_SLICE,
     SqliteStore,
     StoreDamaged,
     database_files,
@@ -135,6 +138,8 @@ class EmbeddedIndex:
         self.vectors = self._open_vectors()
         self.keywords = self._open_keywords()
         self._loaded_generation = self.store.generation
+        self._between: Callable[[], None] | None = None  # inside writing(): its between
+        self._unsaved = 0  # chunks added to the mirrors since they were last saved
 
     @property
     def identity(self) -> IndexIdentity:
@@ -223,14 +228,23 @@ class EmbeddedIndex:
             return None
         return saved if isinstance(saved, int) else None
 
-    def _save(self, path: Path, mirror: VectorIndex | PostingsKeywordIndex) -> None:
+    def _save(
+        self,
+        path: Path,
+        mirror: VectorIndex | PostingsKeywordIndex,
+        between: Callable[[], None] | None = None,
+    ) -> None:
         """Save a mirror with the generation it reflects; :class:`DiskFull` when there
         is no space (the generation file is written last: a mirror cut short is never
-        taken for a saved one)."""
+        taken for a saved one).  ``between`` runs while a new base is written (the
+        daemon's searches go on meanwhile)."""
         try:
             for file in (path, _generation_file(path)):
                 _clear_way(file)
-            mirror.save(path)
+            if between is not None and isinstance(mirror, Segmented):
+                mirror.save(path, between)
+            else:
+                mirror.save(path)
             _generation_file(path).write_text(json.dumps({"generation": self.store.generation}))
         except (OSError, RuntimeError) as exc:  # FAISS says a failed write as RuntimeError
             if not _no_space(exc):
@@ -344,12 +358,14 @@ class EmbeddedIndex:
             try:
                 self._reload()
                 before = self.store.generation
+                between = self._between = _steps(between)
                 yield
                 if self.store.generation != before or not self._mirrors_saved():
-                    self._save(self.vectors_path, self.vectors)
-                    self._save(self.keywords_path, self.keywords)
+                    self._save(self.vectors_path, self.vectors, between)
+                    self._save(self.keywords_path, self.keywords, between)
                 self._loaded_generation = self.store.generation
             finally:
+                self._between, self._unsaved = None, 0
                 fcntl.flock(fd, fcntl.LOCK_UN)
         finally:
             os.close(fd)
@@ -390,10 +406,24 @@ class EmbeddedIndex:
         self.store.touch_file(path, size, mtime_ns)
 
     def replace_file(self, update: FileUpdate) -> tuple[list[int], list[int]]:
-        removed, added = self.store.replace_file(update)
+        rows: list[Row] = []  # parsed before the commit, between slices: added at once after it
+        for start in range(0, len(update.chunks), INSERT_SLICE):
+            if start and self._between is not None:
+                self._between()
+            part = update.chunks[start : start + INSERT_SLICE]
+            rows.extend(Row.parse(item.terms) for item in part)
+        removed, added = self.store.replace_file(update, self._between)
         self._mirror(removed, added, update.chunk_vectors)
-        for chunk_id, item in zip(added, update.chunks, strict=True):
-            self.keywords.add(chunk_id, item.terms)
+        for chunk_id, row in zip(added, rows, strict=True):
+            self.keywords.add_row(chunk_id, row)
+        self._unsaved += len(added)
+        if self._unsaved >= SAVE_EVERY_CHUNKS:
+            # A long batch (a first index of many files) saves its mirrors as it goes:
+            # what they hold in memory becomes a memory-mapped base, and the memory
+            # they held is freed, so a batch's memory does not grow with its files.
+            self._save(self.vectors_path, self.vectors, self._between)
+            self._save(self.keywords_path, self.keywords, self._between)
+            self._unsaved = 0
         return removed, added
 
     def remove_files(self, paths: Iterable[str]) -> list[int]:
@@ -414,12 +444,38 @@ class EmbeddedIndex:
     def prune_vectors(self) -> int:
         return self.store.prune_vectors()
 
+    def get_meta(self, key: str) -> str | None:
+        return self.store.get_meta(key)
+
+    def set_meta(self, key: str, value: str) -> None:
+        self.store.set_meta(key, value)
+
     def close(self) -> None:
         self.store.close()
 
 
+SAVE_EVERY_CHUNKS = 5000  # chunks added in one batch before its mirrors are saved
 LOCK_POLL = 0.02  # seconds between two tries of a write lock another process holds
 LOCK_SAY_AFTER = 0.5  # a wait this long is said, once
+
+
+def _steps(between: Callable[[], None] | None) -> Callable[[], None] | None:
+    """``between`` as run between the steps of a write that holds the lock (slices of
+    a big file, a mirror saved beside): one that raises (it was there to give up
+    waiting for the lock) is not called again, and the write goes on."""
+    if between is None:
+        return None
+    wanted = [between]
+
+    def step() -> None:
+        if not wanted:
+            return
+        try:
+            wanted[0]()
+        except Exception:
+            wanted.clear()
+
+    return step
 
 
 def _holder(fd: int) -> str:

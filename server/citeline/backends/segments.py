@@ -14,11 +14,14 @@ import contextlib
 import json
 import os
 import secrets
+import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 TOKEN_LENGTH = 12  # hex digits
 _SUFFIXES = ("base", "log", "npy")
+PUMP_SECONDS = 0.01  # how often a save in the background lets ``between`` run
 
 
 def new_token() -> str:
@@ -69,20 +72,32 @@ def remove_other_tokens(path: Path, token: str) -> None:
 class Segmented:
     """What a save writes: a new base (``_compact``) when there is no head yet, when
     another process replaced the head on disk, or when the log has grown enough
-    (``_compaction_due``); otherwise the changes not yet saved, appended to the log."""
+    (``_compaction_due``); otherwise the changes not yet saved, appended to the log.
+
+    A new base is written in two steps: :meth:`_write_base` writes its files and head
+    from what the index holds (only reading it), and :meth:`_take` makes the index
+    carry on from them.  Given ``between``, :meth:`save` writes the base on a thread
+    of its own and runs ``between`` (the daemon's searches, which only read the index
+    too) meanwhile; the index changes only in :meth:`_take`, on the caller's thread."""
 
     _head: dict[str, Any] | None
     _pending: list[Any]  # changes not yet in the saved log
 
-    def save(self, path: Path) -> None:
+    def save(self, path: Path, between: Callable[[], None] | None = None) -> None:
         head = self._head
         if head is None or self._head_on_disk(path) != head or self._compaction_due():
-            self._compact(path)
+            if between is None:
+                self._take(self._write_base(path))
+            else:
+                self._take(_beside(lambda: self._write_base(path), between))
             return
         if not self._pending:
             return
         self._head = append_log(path, head, self._records())
         self._pending = []
+
+    def _compact(self, path: Path) -> None:
+        self._take(self._write_base(path))
 
     def _head_on_disk(self, path: Path) -> dict[str, Any] | None:
         raise NotImplementedError
@@ -90,9 +105,41 @@ class Segmented:
     def _compaction_due(self) -> bool:
         raise NotImplementedError
 
-    def _compact(self, path: Path) -> None:
+    def _write_base(self, path: Path) -> Any:
+        """Write a base of what the index holds, its empty log and its head; what
+        :meth:`_take` needs to carry on from them."""
+        raise NotImplementedError
+
+    def _take(self, written: Any) -> None:
+        """Carry on from the base :meth:`_write_base` wrote."""
         raise NotImplementedError
 
     def _records(self) -> bytes:
         """The pending changes as log records."""
         raise NotImplementedError
+
+
+def _beside(work: Callable[[], Any], between: Callable[[], None]) -> Any:
+    """``work()`` on a thread of its own while this one runs ``between`` every
+    :data:`PUMP_SECONDS`; its result (or its error, raised here)."""
+    outcome: dict[str, Any] = {}
+
+    def run() -> None:
+        try:
+            outcome["result"] = work()
+        except BaseException as exc:  # raised on the caller's thread
+            outcome["error"] = exc
+
+    thread = threading.Thread(target=run, name="citeline-save", daemon=True)
+    thread.start()
+    try:
+        while True:
+            thread.join(PUMP_SECONDS)
+            if not thread.is_alive():
+                break
+            between()
+    finally:
+        thread.join()  # never leave the files half written behind an error of ``between``
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["result"]

@@ -57,23 +57,27 @@ class _Piece:
 
 def chunk_document(document: SourceDocument, settings: ChunkSettings) -> list[Chunk]:
     """Cut a loaded document into chunks, in reading order."""
-    chunks: list[Chunk] = []
+    return list(iter_chunks(document, settings))
+
+
+def iter_chunks(document: SourceDocument, settings: ChunkSettings) -> Iterator[Chunk]:
+    """:func:`chunk_document` one chunk at a time, as it is cut (a big document's
+    first chunks come before its last are made)."""
+    ordinal = 0
     for group in _section_groups(document.blocks):
         for text, start, end in _windows(group, settings):
-            chunks.append(
-                Chunk(
-                    path=document.path,
-                    title=document.title,
-                    heading_path=group[0][1].heading_path,
-                    text=text,
-                    start_line=start,
-                    end_line=end,
-                    page=group[0][1].page,
-                    ordinal=len(chunks),
-                    title_from_content=document.title_from_content,
-                )
+            yield Chunk(
+                path=document.path,
+                title=document.title,
+                heading_path=group[0][1].heading_path,
+                text=text,
+                start_line=start,
+                end_line=end,
+                page=group[0][1].page,
+                ordinal=ordinal,
+                title_from_content=document.title_from_content,
             )
-    return chunks
+            ordinal += 1
 
 
 def embedding_text(chunk: Chunk, settings: ChunkSettings) -> str:

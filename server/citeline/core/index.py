@@ -247,7 +247,9 @@ class IndexWriter(Protocol):
         """Exclusive write access across processes; refreshes first, commits at the
         end of the block (not when it raises: what was committed file by file stays).
         While another process writes, ``between`` runs every few milliseconds (the
-        daemon's searches), so waiting for the lock never holds them."""
+        daemon's searches), so waiting for the lock never holds them; a backend may
+        also run it inside a long write (between slices of a big file's commit, while
+        a saved index is written), where readers still see each file whole."""
         ...
 
     def vectors_for_keys(self, keys: Iterable[str]) -> dict[str, Vector]:
@@ -275,6 +277,14 @@ class IndexWriter(Protocol):
 
     def prune_vectors(self) -> int:
         """Drop vectors no chunk has used for a while; how many were dropped."""
+        ...
+
+    def get_meta(self, key: str) -> str | None:
+        """A value recorded of what built the index (None: none)."""
+        ...
+
+    def set_meta(self, key: str, value: str) -> None:
+        """Record a value of what built the index."""
         ...
 
 

@@ -18,6 +18,7 @@ finishes the job.
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 import os
 import time
@@ -28,8 +29,8 @@ from pathlib import Path
 
 import numpy as np
 
-from citeline.core import keywords
-from citeline.core.chunking import ChunkSettings, chunk_document, embedding_key, embedding_text
+from citeline.core import keywords, loaders
+from citeline.core.chunking import ChunkSettings, embedding_key, embedding_text, iter_chunks
 from citeline.core.documents import LoadError, SourceDocument, display_text
 from citeline.core.embedding import Embedder
 from citeline.core.files import TooLarge
@@ -59,6 +60,8 @@ Parse = Callable[[bytes, Path, str, Between], SourceDocument]
 a file it cannot use.  The default parses in this process."""
 
 PLAN_PAUSE_FILES = 500  # files compared between two calls of ``between`` while planning
+LOADERS_META = "loader_versions"  # the index's record of the loaders that read it
+PAUSE_CHUNKS = 1000  # a big file's chunks made or looked at between two calls of ``between``
 
 
 @dataclass(frozen=True)
@@ -67,6 +70,9 @@ class Plan:
     to_remove: list[str]
     unchanged: int
     whole: bool = True  # the whole folder was compared (not only some paths)
+    # Formats whose loader changed since the index read them: their files are read
+    # and chunked again although their bytes did not change.
+    reread: frozenset[str] = frozenset()
 
     @property
     def empty(self) -> bool:
@@ -108,8 +114,10 @@ def plan_changes(
     documents: DocumentFilter,
     only: Iterable[str] | None = None,
     between: Between | None = None,
+    reread: frozenset[str] = frozenset(),
 ) -> Plan:
-    """What differs between the folder and the index.
+    """What differs between the folder and the index; ``reread``: the formats whose
+    files are planned although unchanged on disk (their loader changed).
 
     ``only`` limits the plan to some relative paths (a saved file, a watcher
     batch); paths among them that are no longer documents are planned for removal.
@@ -126,7 +134,7 @@ def plan_changes(
         to_check = []
         for rel, entry in documents.entries():
             seen.add(rel)
-            if not _same_stat(known.get(rel), entry):
+            if not _same_stat(known.get(rel), entry) or _stale(known.get(rel), reread):
                 to_check.append((rel, Path(entry.path)))
             if between is not None and len(seen) % PLAN_PAUSE_FILES == 0:
                 between()
@@ -142,7 +150,9 @@ def plan_changes(
             present = {rel: documents.root / rel for rel, found in verdicts.items() if found}
         gone = [p for p in wanted if p in known and p not in present]
         to_check = [
-            (rel, path) for rel, path in present.items() if not _same_stat(known.get(rel), path)
+            (rel, path)
+            for rel, path in present.items()
+            if not _same_stat(known.get(rel), path) or _stale(known.get(rel), reread)
         ]
         present_count = len(present)
     return Plan(
@@ -150,7 +160,30 @@ def plan_changes(
         to_remove=sorted(gone),
         unchanged=present_count - len(to_check),
         whole=only is None,
+        reread=reread,
     )
+
+
+def _stale(record: FileRecord | None, reread: frozenset[str]) -> bool:
+    """Whether ``record`` was read by a loader that changed since."""
+    return record is not None and record.kind in reread and record.error is None
+
+
+def stale_formats(index: DocumentIndex) -> frozenset[str]:
+    """The formats whose loader version differs from the one the index recorded
+    (none when it recorded none: an index from before versions were kept)."""
+    recorded = _recorded_versions(index)
+    if recorded is None:
+        return frozenset()
+    return frozenset(k for k, v in loaders.LOADER_VERSIONS.items() if recorded.get(k) != v)
+
+
+def _recorded_versions(index: DocumentIndex) -> dict[str, object] | None:
+    try:
+        value = json.loads(index.get_meta(LOADERS_META) or "null")
+    except ValueError:
+        return {}  # unreadable: every format is read again
+    return value if isinstance(value, dict) or value is None else {}
 
 
 def content_hash(path: Path, max_bytes: int, *, root: Path | None = None) -> str:
@@ -208,6 +241,7 @@ class Ingestor:
         self.embed_chunks = embed_chunks  # texts per model call (None: batch_chunks)
         self.parse: Parse = parse or _parse_here
         self._between: Between = _nothing  # the running batch's, for a parse that waits
+        self._reread: frozenset[str] = frozenset()  # the running plan's formats read again
         # Keyword terms of recent chunk texts by embedding key: a saved file's unchanged
         # chunks are not stemmed again (a third of a save's work in a 50 KB file).
         self._terms: OrderedDict[str, str] = OrderedDict()
@@ -237,7 +271,7 @@ class Ingestor:
         A batch of paths that are indexed as they are on disk (a save the watcher
         saw too) is not applied at all: the report only counts what the index holds.
         """
-        plan = plan_changes(self.index, self.documents, paths, between)
+        plan = plan_changes(self.index, self.documents, paths, between, stale_formats(self.index))
         if planned is not None:
             planned(len(plan.to_check) + len(plan.to_remove))
         if paths is not None and plan.empty:
@@ -265,7 +299,9 @@ class Ingestor:
         pause = self._between = between or _nothing
         report = IngestReport()
         with self.index.writing(between):
-            plan = plan if plan is not None else plan_changes(self.index, self.documents)
+            if plan is None:
+                plan = plan_changes(self.index, self.documents, reread=stale_formats(self.index))
+            self._reread = plan.reread
             known = self.index.files([rel for rel, _ in plan.to_check])
             total = len(plan.to_check)
             done = 0
@@ -303,6 +339,10 @@ class Ingestor:
                 report.files_removed += len(plan.to_remove)
             if plan.whole:  # not for a saved file: a whole-folder update is often enough
                 self.index.prune_vectors()
+            if plan.whole and not report.cancelled:  # every file read by today's loaders
+                versions = json.dumps(loaders.LOADER_VERSIONS, sort_keys=True)
+                if self.index.get_meta(LOADERS_META) != versions:
+                    self.index.set_meta(LOADERS_META, versions)
         self.report(report)
         report.seconds = time.perf_counter() - started
         return report
@@ -326,7 +366,12 @@ class Ingestor:
             size, mtime = (st.st_size, st.st_mtime_ns) if kept else (0, 0)
             return _Prepared(rel, f"error:{size}", size, mtime, None, [], str(exc))
         content_hash = hashlib.sha256(data).hexdigest()
-        if record is not None and record.content_hash == content_hash and record.error is None:
+        if (
+            record is not None
+            and record.content_hash == content_hash
+            and record.error is None
+            and record.kind not in self._reread
+        ):
             self.index.touch_file(rel, st.st_size, st.st_mtime_ns)
             return None
         try:
@@ -335,7 +380,9 @@ class Ingestor:
             log.warning("%s: %s", display_text(rel), exc)
             return _Prepared(rel, content_hash, st.st_size, st.st_mtime_ns, None, [], str(exc))
         chunks = []
-        for chunk in chunk_document(document, self.chunking):
+        for n, chunk in enumerate(iter_chunks(document, self.chunking), start=1):
+            if n % PAUSE_CHUNKS == 0:
+                self._between()  # a big file's chunks take a while: searches get in
             text = embedding_text(chunk, self.chunking)
             key = embedding_key(text)
             chunks.append(NewChunk(chunk, key, self._keyword_terms(key, text)))
@@ -361,7 +408,9 @@ class Ingestor:
         cached = self.index.vectors_for_keys(keys)
         missing: dict[str, str] = {}
         for prepared in batch:
-            for item in prepared.chunks:
+            for n, item in enumerate(prepared.chunks, start=1):
+                if n % PAUSE_CHUNKS == 0:
+                    pause()
                 if item.vector_key not in cached and item.vector_key not in missing:
                     missing[item.vector_key] = embedding_text(item.chunk, self.chunking)
         fresh: dict[str, Vector] = {}

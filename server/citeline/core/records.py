@@ -13,18 +13,24 @@ The log keeps the newest :data:`MAX_RECORDS` asks: once it holds
 rare), and readers only ever see the newest :data:`MAX_RECORDS`.  Records can be
 deleted one by one or all at once (:func:`delete_records`).  A line the log cannot
 parse is skipped; records written before ids existed get one from their bytes.
+
+Several daemons (or threads) may append to one log at once: a record is one
+``write`` of the whole line to a file opened ``O_APPEND``, taken under an advisory
+lock (``asks.jsonl.lock``) that a rewrite (a trim or a deletion) holds from its
+read to its rename, so no line is lost between them.
 """
 
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import hashlib
 import json
 import logging
 import os
 import stat
 import uuid
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -41,6 +47,8 @@ MIN_RECORD_BYTES = 200  # no record is shorter (its keys alone are longer)
 MAX_READ_BYTES = 64 * 1024 * 1024  # at most this much of a log's end is read
 
 _READ_FLAGS = os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC
+_APPEND_FLAGS = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
+LOCK_SUFFIX = ".lock"
 # What a record holds for bookkeeping, beside the answer object.
 INTERNAL_KEYS = frozenset({"id", "time", "hashes", "passages", "prompt", "evidence", "dropped"})
 
@@ -107,17 +115,18 @@ def record_ask(
         "models": models,
     }
     path = index_dir / RECORDS_FILE
+    # A path that is not valid UTF-8 (lone surrogates) is written as a JSON \u escape.
+    line = (json.dumps(record, ensure_ascii=False) + "\n").encode("utf-8", "backslashreplace")
     try:
-        # A path that is not valid UTF-8 (lone surrogates) is written as a JSON \u escape.
-        with open(path, "a", encoding="utf-8", errors="backslashreplace") as handle:
-            handle.write(json.dumps(record, ensure_ascii=False) + "\n")
+        with _locked(path):
+            _append(path, line)
+            try:
+                _trim(path)
+            except OSError as exc:
+                log.warning("could not trim the ask log %s: %s", path, exc)
     except OSError as exc:  # a full disk must not turn an answer into an error
         log.warning("could not record the ask in %s: %s", index_dir, exc)
         return None
-    try:
-        _trim(path)
-    except OSError as exc:
-        log.warning("could not trim the ask log %s: %s", path, exc)
     return record_id
 
 
@@ -129,6 +138,13 @@ def read_records(index_dir: Path) -> list[AskRecord]:
 def delete_records(index_dir: Path, ids: Collection[str] | None = None) -> int:
     """Delete the records with ``ids`` (None: every record); how many were deleted."""
     path = index_dir / RECORDS_FILE
+    if not path.parent.is_dir():
+        return 0
+    with _locked(path):
+        return _delete(path, ids)
+
+
+def _delete(path: Path, ids: Collection[str] | None) -> int:
     lines = _read_lines(path)
     if not lines:
         return 0
@@ -151,6 +167,32 @@ def delete_records(index_dir: Path, ids: Collection[str] | None = None) -> int:
 
 
 # -- the file ------------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    """Hold the log's advisory lock (a sibling file, never through a symlink): an
+    append and a rewrite never interleave, in one process or across several."""
+    fd = os.open(path.with_name(path.name + LOCK_SUFFIX), _APPEND_FLAGS, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # closing the descriptor releases the lock
+
+
+def _append(path: Path, line: bytes) -> None:
+    """Append ``line`` in one ``write`` to the log opened ``O_APPEND`` (never through a
+    symlink): concurrent appenders each land whole lines at the end."""
+    fd = os.open(path, _APPEND_FLAGS, 0o644)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(f"{path} is not a regular file")
+        written = os.write(fd, line)
+        while written < len(line):  # a short write (a nearly full disk): finish the line
+            written += os.write(fd, line[written:])
+    finally:
+        os.close(fd)
 
 
 def _read_lines(path: Path) -> list[bytes]:

@@ -7,6 +7,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from citeline.backends.sqlite import store as store_module
 from citeline.backends.sqlite.store import SqliteStore, StoreDamaged, StoreError, rebuild_marker
 from citeline.core.documents import Chunk
 from citeline.core.errors import DiskFull
@@ -266,3 +267,53 @@ def test_a_snapshot_reads_what_is_there_and_every_write_is_disk_full(tmp_path: P
     again = SqliteStore(tmp_path / "s.db")
     assert again.files()["a.md"].content_hash == "h1"  # nothing was half-written
     again.close()
+
+
+def test_a_big_file_is_written_in_slices_and_readers_see_it_whole(tmp_path: Path) -> None:
+    """Between slices of a big file's commit, ``between`` runs (a daemon's searches):
+    the old version's chunks still read on this connection, and another connection
+    sees the old file until the commit, then the new one, never a part of it."""
+    store = SqliteStore(tmp_path / "s.db")
+    _, old = put(store, "h1", [NewChunk(chunk(f"old {i}", i), f"o{i}") for i in range(3)])
+    other = sqlite3.connect(tmp_path / "s.db")
+
+    def visible() -> list[str]:
+        return [
+            r[0]
+            for r in other.execute(
+                "SELECT text FROM chunks JOIN files ON files.id = chunks.file_id"
+                " WHERE files.path = 'a.md' ORDER BY ordinal"
+            )
+        ]
+
+    seen: list[tuple[int, list[str], list[str]]] = []
+
+    def between() -> None:
+        here = [c.text for c in store.chunks_by_id(old).values()]
+        seen.append((store.generation, sorted(here), visible()))
+
+    count = 3 * store_module.INSERT_SLICE + 5
+    new = [NewChunk(chunk(f"new {i}", i), f"n{i}") for i in range(count)]
+    generation = store.generation
+    removed, added = store.replace_file(
+        FileUpdate(
+            path="a.md",
+            kind="markdown",
+            title="T",
+            content_hash="h2",
+            size=1,
+            mtime_ns=2,
+            chunks=new,
+            chunk_vectors=np.zeros((count, 4), np.float32),
+            new_vectors={},
+        ),
+        between,
+    )
+    assert len(seen) == 3  # after each slice but the last
+    olds = sorted(f"old {i}" for i in range(3))
+    assert all(s == (generation, olds, ["old 0", "old 1", "old 2"]) for s in seen)
+    assert removed == old and len(added) == count
+    assert store.chunks_by_id(old) == {}
+    assert visible() == [f"new {i}" for i in range(count)]
+    assert store.files()["a.md"].content_hash == "h2" and store.generation > generation
+    assert store.counts() == IndexCounts(files=1, chunks=count)

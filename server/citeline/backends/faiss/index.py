@@ -196,7 +196,7 @@ class FaissVectorIndex(segments.Segmented):
             return True
         return self._log_entries > max(LOG_MIN, LOG_SHARE * len(self._base))
 
-    def _compact(self, path: Path) -> None:
+    def _write_base(self, path: Path) -> tuple[Path, dict[str, Any], IdArray, FloatMatrix]:
         started = time.perf_counter()
         ids, vectors = self._contents()
         kind = kinds.wanted_kind(self.choice, len(ids), self._base.kind)
@@ -223,14 +223,6 @@ class FaissVectorIndex(segments.Segmented):
             head["log_bytes"] = handle.tell()
         segments.write_head(path, head)
         segments.remove_other_tokens(path, token)
-        # Carry on from what was written: the base mapped, the log in the delta.
-        self._base = _read_base(path.parent, head, self._dimension)
-        self._delta = _exact_delta(self._dimension)
-        if len(ids):
-            self._delta.add_with_ids(vectors, ids)
-        self._dead, self._skip, self._pending = set(), None, []
-        self._log_entries = len(ids)
-        self._head = head
         if head["base"]:
             log.info(
                 "vector index: wrote a %s base of %d vectors in %.2f s",
@@ -238,6 +230,19 @@ class FaissVectorIndex(segments.Segmented):
                 head["count"],
                 time.perf_counter() - started,
             )
+        return path.parent, head, ids, vectors
+
+    def _take(self, written: tuple[Path, dict[str, Any], IdArray, FloatMatrix]) -> None:
+        """Carry on from what was written: the base mapped, the log in the delta."""
+        folder, head, ids, vectors = written
+        base = _read_base(folder, head, self._dimension)
+        delta = _exact_delta(self._dimension)
+        if len(ids):
+            delta.add_with_ids(vectors, ids)
+        self._base, self._delta = base, delta
+        self._dead, self._skip, self._pending = set(), None, []
+        self._log_entries = len(ids)
+        self._head = head
 
     def _contents(self) -> tuple[IdArray, FloatMatrix]:
         """Every (id, vector) held now: the live base rows, then the delta's."""

@@ -131,7 +131,11 @@ class PostingsKeywordIndex(segments.Segmented):
     # -- KeywordIndex: writing --------------------------------------------------------
 
     def add(self, chunk_id: int, terms: str) -> None:
-        row = Row.parse(terms)
+        self.add_row(chunk_id, Row.parse(terms))
+
+    def add_row(self, chunk_id: int, row: Row) -> None:
+        """:meth:`add` with the terms parsed already (``Row.parse``): a big file's rows
+        are parsed before it is committed, and added at once after."""
         self._add(int(chunk_id), row)
         self._pending.append(
             _ADD.pack(b"A", int(chunk_id), row.length, len(row.hashes))
@@ -268,7 +272,7 @@ class PostingsKeywordIndex(segments.Segmented):
     def _compaction_due(self) -> bool:
         return self._log_entries > max(LOG_MIN, LOG_SHARE * len(self._base))
 
-    def _compact(self, path: Path) -> None:
+    def _write_base(self, path: Path) -> tuple[Path, dict[str, Any], Base]:
         started = time.perf_counter()
         token = segments.new_token()
         prefix = f"{path.name}.{token}"
@@ -287,13 +291,17 @@ class PostingsKeywordIndex(segments.Segmented):
             head["log_bytes"] = handle.tell()
         segments.write_head(path, head)
         segments.remove_other_tokens(path, token)
-        self._set_base(bases.read(path.parent, prefix) if len(base) else base)
-        self._pending, self._log_entries, self._head = [], 0, head
         log.info(
             "keyword index: wrote a base of %d chunks in %.2f s",
             len(base),
             time.perf_counter() - started,
         )
+        return path, head, base
+
+    def _take(self, written: tuple[Path, dict[str, Any], Base]) -> None:
+        path, head, base = written
+        self._set_base(bases.read(path.parent, head["base"]) if len(base) else base)
+        self._pending, self._log_entries, self._head = [], 0, head
 
     def _merged(self) -> Base:
         """One base of every live row: the base's rows not removed, then the delta's."""

@@ -27,7 +27,7 @@ import logging
 import os
 import sqlite3
 import time
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -38,11 +38,12 @@ from citeline.backends.sqlite import clean_close, fts5
 from citeline.backends.sqlite.fts5 import Fts5KeywordIndex
 from citeline.core.documents import Chunk
 from citeline.core.errors import BackendError, DiskFull, IndexDamaged, disk_full_message
-from citeline.core.index import FileRecord, FileUpdate, IndexCounts, Vector
+from citeline.core.index import FileRecord, FileUpdate, IndexCounts, NewChunk, Vector
 
 log = logging.getLogger(__name__)
 
 SCHEMA_VERSION = "2"
+INSERT_SLICE = 256  # chunks written between two calls of a big file's ``between``
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -419,49 +420,82 @@ class SqliteStore:
             (size, mtime_ns, path_key(path)),
         )
 
-    def replace_file(self, update: FileUpdate) -> tuple[list[int], list[int]]:
+    def replace_file(
+        self, update: FileUpdate, between: Callable[[], None] | None = None
+    ) -> tuple[list[int], list[int]]:
         """Atomically replace a file's chunks (``update.chunk_vectors`` is the vector
-        index's: the store keeps vectors by key).  Returns (removed ids, added ids)."""
+        index's: the store keeps vectors by key).  Returns (removed ids, added ids).
+
+        One transaction, staged so that ``between`` (the daemon's searches) can run
+        every :data:`INSERT_SLICE` chunks while a big file is written: the new chunks
+        are added beside the old ones (which stay readable: the in-memory indexes
+        searches use know only them), and only at the end are the old chunks deleted
+        and the file's record set, which is short.  Other connections see the old
+        file or the new one, never a part of it; a kill before COMMIT keeps the old."""
         path, chunks = update.path, update.chunks
         now = time.time()
         with self._transaction():
-            removed = self.chunk_ids_for(path)
-            self.keywords.remove(removed)
-            self._db.execute("DELETE FROM files WHERE path = ?", (path_key(path),))
-            cursor = self._db.execute(
-                "INSERT INTO files(path, kind, title, content_hash, size, mtime_ns,"
-                " indexed_at, error, note)"
-                " VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (path_key(path), *update.file_row(now)),
-            )
-            file_id = cursor.lastrowid
+            row = self._db.execute(
+                "SELECT id FROM files WHERE path = ?", (path_key(path),)
+            ).fetchone()
+            removed = self.chunk_ids_for(path) if row is not None else []
+            record = update.file_row(now)
+            if row is None:
+                cursor = self._db.execute(
+                    "INSERT INTO files(path, kind, title, content_hash, size, mtime_ns,"
+                    " indexed_at, error, note)"
+                    " VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    (path_key(path), *record),
+                )
+                assert cursor.lastrowid is not None
+                file_id = int(cursor.lastrowid)
+            else:
+                file_id = int(row[0])
             self._put_vectors(update.new_vectors, now)
             added: list[int] = []
-            for item in chunks:
-                c = item.chunk
-                cur = self._db.execute(
-                    "INSERT INTO chunks(file_id, ordinal, title, title_from_content, heading_path,"
-                    " text, start_line, end_line, page, vector_key)"
-                    " VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    (
-                        file_id,
-                        c.ordinal,
-                        c.title,
-                        int(c.title_from_content),
-                        json.dumps(list(c.heading_path), ensure_ascii=False),
-                        c.text,
-                        c.start_line,
-                        c.end_line,
-                        c.page,
-                        item.vector_key,
-                    ),
+            for start in range(0, len(chunks), INSERT_SLICE):
+                if start and between is not None:
+                    between()
+                for item in chunks[start : start + INSERT_SLICE]:
+                    added.append(self._insert_chunk(file_id, item))
+            if removed:
+                self.keywords.remove(removed)
+                self._db.executemany(
+                    "DELETE FROM chunks WHERE id = ?", [(chunk_id,) for chunk_id in removed]
                 )
-                assert cur.lastrowid is not None
-                added.append(int(cur.lastrowid))
-                self.keywords.add(int(cur.lastrowid), item.terms)
+            if row is not None:
+                self._db.execute(
+                    "UPDATE files SET kind = ?, title = ?, content_hash = ?, size = ?,"
+                    " mtime_ns = ?, indexed_at = ?, error = ?, note = ? WHERE id = ?",
+                    (*record, file_id),
+                )
             if removed or added:
                 self._bump_generation()
         return removed, added
+
+    def _insert_chunk(self, file_id: int, item: NewChunk) -> int:
+        c = item.chunk
+        cur = self._db.execute(
+            "INSERT INTO chunks(file_id, ordinal, title, title_from_content, heading_path,"
+            " text, start_line, end_line, page, vector_key)"
+            " VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                file_id,
+                c.ordinal,
+                c.title,
+                int(c.title_from_content),
+                json.dumps(list(c.heading_path), ensure_ascii=False),
+                c.text,
+                c.start_line,
+                c.end_line,
+                c.page,
+                item.vector_key,
+            ),
+        )
+        assert cur.lastrowid is not None
+        chunk_id = int(cur.lastrowid)
+        self.keywords.add(chunk_id, item.terms)
+        return chunk_id
 
     def remove_files(self, paths: Iterable[str]) -> list[int]:
         """Delete files and their chunks in one transaction; returns removed chunk ids."""

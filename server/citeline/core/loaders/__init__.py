@@ -19,6 +19,7 @@ from citeline.core.documents import DocumentKind, LoadError, SourceDocument, dis
 from citeline.core.files import FileRefused, read_regular_file
 
 __all__ = [
+    "LOADER_VERSIONS",
     "SUPPORTED_SUFFIXES",
     "is_supported",
     "is_supported_name",
@@ -50,6 +51,12 @@ _LOADERS: dict[str, tuple[DocumentKind, str, str]] = {
 }
 
 SUPPORTED_SUFFIXES: frozenset[str] = frozenset(_LOADERS)
+
+#: Each format's loader version: raised when what a format's loader makes of a file
+#: changes (its text, blocks, pages or headings), so that an index re-reads and
+#: re-chunks the files of that format only (chunk texts that did not change keep their
+#: vectors).  The index records the versions that built it (``core.ingest``).
+LOADER_VERSIONS: dict[DocumentKind, int] = {"markdown": 1, "html": 1, "pdf": 1, "text": 1}
 
 #: The formats whose parsers a long-running process imports once it is idle; PDF's
 #: (PyMuPDF: 1.7 s and its own memory) waits for the first PDF.
