@@ -5,8 +5,10 @@ calibrated on them) mean the same thing."""
 from __future__ import annotations
 
 import math
+import random
 import sqlite3
 from collections.abc import Callable, Iterator
+from typing import Any
 
 import psycopg
 import psycopg.sql
@@ -16,6 +18,7 @@ from citeline.backends.postgres import keywords as pg_keywords
 from citeline.backends.postings import PostingsKeywordIndex
 from citeline.backends.sqlite import fts5
 from citeline.core.keywords import KeywordIndex, terms
+from keyword_reference import corpus_terms, questions, random_queries, ranked_alike
 from memory import MemoryKeywordIndex
 
 
@@ -109,3 +112,46 @@ def test_removed_chunks_are_not_found_or_counted(index: KeywordIndex) -> None:
     index.remove([3, 99])
     assert [i for i, _ in index.search(terms("reload"), 5)] == [1]
     assert index.document_frequencies(["reload"]) == (len(CHUNKS) - 1, {"reload": 1})
+
+
+# -- the top-k search against scoring every posting -----------------------------------
+
+
+def test_top_k_ranks_as_scoring_every_posting_on_real_corpora(
+    request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The team index's threshold algorithm against its exhaustive sum: the same ids,
+    order and scores (``ranked_alike``), for real questions and random vocabulary
+    subsets at k = 1–200, before and after removals and new chunks move the average
+    length away from the one the impacts were computed with; and the threshold path
+    really answers."""
+    index = postgres_index(request)
+    assert isinstance(index, pg_keywords.PostgresKeywordIndex)
+    corpus = corpus_terms()
+    rows = list(enumerate(corpus, start=1))
+    for start in range(0, len(rows), 500):
+        index.add_many(rows[start : start + 500])
+    answered = []
+    real = pg_keywords.PostgresKeywordIndex._threshold
+
+    def counting(self: pg_keywords.PostgresKeywordIndex, *args: Any) -> Any:
+        found = real(self, *args)
+        answered.append(found is not None)
+        return found
+
+    monkeypatch.setattr(pg_keywords.PostgresKeywordIndex, "_threshold", counting)
+    monkeypatch.setattr(pg_keywords, "TOP_K_FROM", 0)  # a small corpus: top-k even so
+
+    def check(queries: list[list[str]]) -> None:
+        for i, query in enumerate(queries):
+            k = (1, 3, 10, 50, 200)[i % 5]
+            found, every = index.search(query, k), index.search_exhaustive(query, k)
+            assert ranked_alike(found, every), (query, k, found, every)
+
+    check(questions()[:150] + random_queries(corpus, 250, seed=1))
+    rng = random.Random(3)
+    index.remove(rng.sample(range(1, len(corpus) + 1), len(corpus) // 5))
+    long_rows = [(len(corpus) + 1 + i, " ".join([corpus[i]] * 3)) for i in range(300)]
+    index.add_many(long_rows)  # three times as long: the average moves up by a third
+    check(random_queries(corpus, 150, seed=2))
+    assert sum(answered) >= 50  # the top-k path answers many of them, not the fallback

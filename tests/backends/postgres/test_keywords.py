@@ -57,3 +57,29 @@ def test_scores_and_frequencies_equal_fts5_through_removals(
     assert team.document_frequencies(["coffe", "tea", "absent"]) == embedded.document_frequencies(
         ["coffe", "tea", "absent"]
     )
+
+
+def test_postings_without_impacts_are_read_first_and_given_impacts_once(
+    pair: tuple[PostgresKeywordIndex, fts5.Fts5KeywordIndex], postgres: TestServer
+) -> None:
+    """A collection written before impacts were kept (every impact the 'Infinity'
+    default, no reference average) is searched exactly, and its writer's next open
+    computes the impacts once."""
+    team, _ = pair
+    texts = ["coffee and tea", "coffee coffee coffee", "tea, then more tea", "coffee beans"]
+    team.add_many([(i, " ".join(terms(t))) for i, t in enumerate(texts * 20, start=1)])
+    schema = team._s.as_string()
+    query = list(dict.fromkeys(terms("coffee tea beans")))
+    want = team.search_exhaustive(query, 5)
+    postgres.execute(f"UPDATE {schema}.postings SET impact = 'Infinity'")
+    assert team.search(query, 5) == want  # unread postings bound by infinity: still exact
+    postgres.execute(f"UPDATE {schema}.keyword_stats SET impact_average = NULL")
+    with psycopg.connect(postgres.url, autocommit=True) as conn:
+        create_tables(conn, schema.strip('"'))
+    assert postgres.execute(
+        f"SELECT count(*) FROM {schema}.postings WHERE impact = 'Infinity'"
+    ) == [(0,)]
+    assert postgres.execute(f"SELECT impact_average IS NOT NULL FROM {schema}.keyword_stats") == [
+        (True,)
+    ]
+    assert team.search(query, 5) == want

@@ -5,33 +5,65 @@ makes (stemmed English, joined identifiers, CJK bigrams).
 Tables (in the collection's schema):
 
 - ``postings``: the inverted index, one row per (term, chunk) with the term's
-  frequency in the chunk and the chunk's length in terms; its primary key (term,
-  chunk) includes both, so a search reads each query term's postings from the index
-  alone;
+  frequency in the chunk, the chunk's length in terms and the posting's *impact*;
+  its primary key (term, chunk) includes frequency and length, so a chunk's share of
+  a term is one index probe; a second index, (term, impact, chunk), reads a term's
+  postings best first;
 - ``chunk_terms``: one row per chunk, its distinct terms and length (what removing
   it takes away);
 - ``term_df``: how many chunks hold each term (BM25's document frequency);
-- ``keyword_stats``: the number of rows and of terms (BM25's average length).
+- ``keyword_stats``: the number of rows and of terms (BM25's average length), and
+  the average the impacts were computed with.
 
-The writer keeps the last two exact in the same transaction as the rows, so a
-search reads two small lookups and the query terms' postings, summed per chunk in
-the database: the score of a chunk is
-``Σ idf(t)·tf·(k1+1) / (tf + k1·(1 − b + b·len/avglen))`` with k1 = 1.2, b = 0.75
-and ``idf = max(1e-6, ln((N − n + 0.5)/(n + 0.5)))``, FTS5's constants.  Terms are
-folded as FTS5's ``unicode61`` tokenizer folds them (diacritics of Latin letters
-removed), so ``café`` and ``cafe`` are one term in both backends.
+The writer keeps the last two exact in the same transaction as the rows.  The score
+of a chunk is ``Σ idf(t)·tf·(k1+1) / (tf + k1·(1 − b + b·len/avglen))`` with k1 = 1.2,
+b = 0.75 and ``idf = max(1e-6, ln((N − n + 0.5)/(n + 0.5)))``, FTS5's constants.
+Terms are folded as FTS5's ``unicode61`` tokenizer folds them (diacritics of Latin
+letters removed), so ``café`` and ``cafe`` are one term in both backends.
+
+**Top-k search** (the threshold algorithm over impact-ordered postings).  A
+posting's impact is its share before the IDF, computed with a *reference* average
+length ``A₀`` (the average of the collection's first write, kept in
+``keyword_stats.impact_average``): ``tf·(k1+1) / (tf + k1·(1 − b + b·len/A₀))``.  Its
+share at today's average ``A`` is at most ``impact · max(1, A/A₀)`` (a longer average
+only shrinks the length's part of the denominator, by at most ``A₀/A``), so impacts
+never have to be rewritten when the collection changes: the bound stays exact, only
+looser as the average drifts.  A search plans, reads, then scores (three statements):
+
+1. *plan*: each term's impact at a few depths (:data:`DEPTHS`) and a *floor*, the
+   k-th best exact score of the k chunks with the best partial sums over each term's
+   first postings (all of the rarest terms'); :func:`_plan` then picks how deep to
+   read each term (a rare one: all of it) so that the bounds of what stays unread,
+   ``idf · impact at that depth · max(1, A/A₀)``, sum below :data:`TARGET` of the
+   floor;
+2. *read*: those postings, summed per chunk; a chunk never met is bounded by the
+   unread bounds' sum, below the floor, so it cannot be among the best k; a chunk
+   met is kept only if its partial sum plus the bounds of the terms it was not met in
+   can reach the floor (raised to the k-th best partial sum);
+3. *score*: the chunks kept, exactly, by primary-key probes, their shares added
+   in the query's order as the exhaustive sum adds them, so the ids, order and
+   scores are those of scoring every posting.
+
+A query whose terms hold fewer than :data:`TOP_K_FROM` postings, a plan that would
+read more than :data:`READ_SHARE` of them, or too many chunks kept to probe
+(:data:`PROBE_SHARE`) sums every posting instead (the same answer).  All of it
+reads one snapshot (a repeatable read transaction), so a commit in between
+changes nothing.
 """
 
 from __future__ import annotations
 
+import contextlib
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import psycopg
 from psycopg import sql
+from psycopg.pq import TransactionStatus
 
-from citeline.core.keywords import K1, B, bm25_idf, fold
+from citeline.core.keywords import K1, B, bm25_idf, bm25_weight, fold
 
 TABLES = ("chunk_terms", "postings", "term_df", "keyword_stats")
 
@@ -46,6 +78,7 @@ CREATE TABLE IF NOT EXISTS {s}.postings (
     chunk_id bigint NOT NULL,
     tf integer NOT NULL,
     length integer NOT NULL,
+    impact real NOT NULL DEFAULT 'Infinity',
     PRIMARY KEY (term, chunk_id) INCLUDE (tf, length)
 );
 CREATE TABLE IF NOT EXISTS {s}.term_df (term text PRIMARY KEY, df integer NOT NULL);
@@ -55,11 +88,35 @@ CREATE TABLE IF NOT EXISTS {s}.keyword_stats (
     terms bigint NOT NULL
 );
 INSERT INTO {s}.keyword_stats VALUES (1, 0, 0) ON CONFLICT DO NOTHING;
+ALTER TABLE {s}.postings ADD COLUMN IF NOT EXISTS impact real NOT NULL DEFAULT 'Infinity';
+ALTER TABLE {s}.keyword_stats ADD COLUMN IF NOT EXISTS impact_average double precision;
+CREATE INDEX IF NOT EXISTS postings_impact
+    ON {s}.postings (term, impact DESC, chunk_id DESC) INCLUDE (tf, length);
+"""
+
+# A posting's impact from its frequency and length, and the reference average ``a``.
+IMPACT = "p.tf * {k1p} / (p.tf + {k1} * ({omb} + {b} * p.length / {a}))"
+
+# Impacts for the postings written before impacts were kept (the 'Infinity' default:
+# read first, and bounding nothing until read).
+_MIGRATE = """
+UPDATE {s}.keyword_stats SET impact_average = terms::float8 / rows WHERE rows > 0;
+UPDATE {s}.postings p SET impact = ({impact})::real FROM {s}.keyword_stats s
+    WHERE p.impact = 'Infinity';
 """
 
 
 def create_tables(conn: psycopg.Connection[Any], schema: str) -> None:
-    conn.execute(sql.SQL(_SCHEMA).format(s=sql.Identifier(schema)))
+    """The keyword tables (a writer's); a collection written before impacts were kept
+    gets them, once (an UPDATE of every posting)."""
+    s = sql.Identifier(schema)
+    conn.execute(sql.SQL(_SCHEMA).format(s=s))
+    row = conn.execute(
+        sql.SQL("SELECT rows, impact_average FROM {s}.keyword_stats").format(s=s)
+    ).fetchone()
+    if row is not None and int(row[0]) > 0 and row[1] is None:
+        impact = IMPACT.format(k1p=K1 + 1, k1=K1, omb=1 - B, b=B, a="s.impact_average")
+        conn.execute(sql.SQL(_MIGRATE.replace("{impact}", impact)).format(s=s))
 
 
 class PostgresKeywordIndex:
@@ -84,29 +141,42 @@ class PostgresKeywordIndex:
         ids: list[int] = []
         distinct: list[list[str]] = []
         lengths: list[int] = []
-        postings: tuple[list[str], list[int], list[int], list[int]] = ([], [], [], [])
+        counted: list[Counter[str]] = []
         df: Counter[str] = Counter()
         for chunk_id, text in rows:
             counts = Counter(fold(t) for t in text.split())
-            length = sum(counts.values())
             ids.append(chunk_id)
             distinct.append(sorted(counts))
-            lengths.append(length)
+            lengths.append(sum(counts.values()))
+            counted.append(counts)
             df.update(counts.keys())
-            for term in sorted(counts):
-                postings[0].append(term)
-                postings[1].append(chunk_id)
-                postings[2].append(counts[term])
-                postings[3].append(length)
         with self._conn.cursor() as cur:
+            reference = self._impact_average(cur, sum(lengths) / len(ids))
+            postings: tuple[list[str], list[int], list[int], list[int], list[float]] = (
+                [],
+                [],
+                [],
+                [],
+                [],
+            )
+            for chunk_id, terms, length, counts in zip(
+                ids, distinct, lengths, counted, strict=True
+            ):
+                for term in terms:
+                    postings[0].append(term)
+                    postings[1].append(chunk_id)
+                    postings[2].append(counts[term])
+                    postings[3].append(length)
+                    postings[4].append(bm25_weight(counts[term], length, reference))
             cur.executemany(
                 self._q("INSERT INTO {s}.chunk_terms VALUES (%s, %s, %s)"),
                 list(zip(ids, distinct, lengths, strict=True)),
             )
             cur.execute(
                 self._q(
-                    "INSERT INTO {s}.postings"
-                    " SELECT * FROM unnest(%s::text[], %s::bigint[], %s::int[], %s::int[])"
+                    "INSERT INTO {s}.postings (term, chunk_id, tf, length, impact)"
+                    " SELECT * FROM unnest(%s::text[], %s::bigint[], %s::int[], %s::int[],"
+                    " %s::real[])"
                 ),
                 postings,
             )
@@ -115,6 +185,17 @@ class PostgresKeywordIndex:
                 self._q("UPDATE {s}.keyword_stats SET rows = rows + %s, terms = terms + %s"),
                 (len(ids), sum(lengths)),
             )
+
+    def _impact_average(self, cur: psycopg.Cursor[Any], average: float) -> float:
+        """The average length impacts are computed with: the first write's, kept."""
+        row = cur.execute(
+            self._q(
+                "UPDATE {s}.keyword_stats SET impact_average = coalesce(impact_average, %s)"
+                " RETURNING impact_average"
+            ),
+            (max(1.0, average),),
+        ).fetchone()
+        return float(row[0]) if row else max(1.0, average)
 
     def _bump_df(self, cur: psycopg.Cursor[Any], df: Counter[str], sign: int) -> None:
         if not df:
@@ -168,13 +249,23 @@ class PostgresKeywordIndex:
     def clear(self) -> None:
         with self._conn.cursor() as cur:
             cur.execute(self._q("TRUNCATE {s}.chunk_terms, {s}.postings, {s}.term_df"))
-            cur.execute(self._q("UPDATE {s}.keyword_stats SET rows = 0, terms = 0"))
+            cur.execute(
+                self._q("UPDATE {s}.keyword_stats SET rows = 0, terms = 0, impact_average = NULL")
+            )
 
     # -- reading ------------------------------------------------------------------
 
-    def _stats(self, cur: psycopg.Cursor[Any]) -> tuple[int, int]:
-        row = cur.execute(self._q("SELECT rows, terms FROM {s}.keyword_stats")).fetchone()
-        return (int(row[0]), int(row[1])) if row else (0, 0)
+    def _stats(self, cur: psycopg.Cursor[Any]) -> tuple[int, int, float | None]:
+        """(rows, terms, the impacts' average or None: a collection without impacts)."""
+        row = cur.execute(
+            self._q(
+                "SELECT rows, terms, (to_jsonb(k) ->> 'impact_average')::float8"
+                " FROM {s}.keyword_stats k"
+            )
+        ).fetchone()
+        if not row:
+            return 0, 0, None
+        return int(row[0]), int(row[1]), None if row[2] is None else float(row[2])
 
     def _df(self, cur: psycopg.Cursor[Any], folded: Sequence[str]) -> dict[str, int]:
         rows = cur.execute(
@@ -183,42 +274,258 @@ class PostgresKeywordIndex:
         ).fetchall()
         return {str(t): int(d) for t, d in rows}
 
+    @contextlib.contextmanager
+    def _snapshot(self) -> Iterator[psycopg.Cursor[Any]]:
+        """A cursor whose statements all read one snapshot (a repeatable read
+        transaction, unless the caller's transaction is already open)."""
+        with self._conn.cursor() as cur:
+            if self._conn.info.transaction_status != TransactionStatus.IDLE:
+                yield cur
+                return
+            with self._conn.transaction():
+                cur.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+                yield cur
+
     def search(self, terms: Sequence[str], k: int) -> list[tuple[int, float]]:
+        """The best ``k`` by the threshold algorithm (the module's docstring); the same
+        answer as :meth:`search_exhaustive`."""
+        return self._search(terms, k, top_k=True)
+
+    def search_exhaustive(self, terms: Sequence[str], k: int) -> list[tuple[int, float]]:
+        """The best ``k`` by scoring every posting of every query term."""
+        return self._search(terms, k, top_k=False)
+
+    def _search(self, terms: Sequence[str], k: int, top_k: bool) -> list[tuple[int, float]]:
         if not terms or k <= 0:
             return []
         folded = [fold(t) for t in terms]
-        with self._conn.cursor() as cur:
-            total, length = self._stats(cur)
+        with self._snapshot() as cur:
+            total, length, reference = self._stats(cur)
             frequencies = self._df(cur, folded)
             # One term of the sum per query term (a repeated term counts again, as in FTS5).
             present = [t for t in folded if t in frequencies]
             if not total or not present:
                 return []
-            rows = cur.execute(
-                self._q(
-                    "SELECT p.chunk_id, sum(q.idf * p.tf * %s / (p.tf + %s * (%s + %s * p.length"
-                    " / %s))) AS score"
-                    " FROM unnest(%s::text[], %s::float8[]) AS q(term, idf)"
-                    " JOIN {s}.postings p ON p.term = q.term"
-                    " GROUP BY p.chunk_id ORDER BY score DESC, p.chunk_id LIMIT %s"
-                ),
-                (
-                    K1 + 1,
-                    K1,
-                    1 - B,
-                    B,
-                    length / total,
-                    present,
-                    [bm25_idf(total, frequencies[t]) for t in present],
-                    k,
-                ),
-            ).fetchall()
+            query = _Query(present, [bm25_idf(total, frequencies[t]) for t in present])
+            average = length / total
+            held = sum(frequencies[t] for t in set(present))
+            if top_k and reference is not None and held >= TOP_K_FROM:
+                found = self._threshold(cur, query, frequencies, average, reference, k)
+                if found is not None:
+                    return found
+            rows = cur.execute(self._q(_EXHAUSTIVE), query.args(average, k=k)).fetchall()
         return [(int(r[0]), float(r[1])) for r in rows]
 
+    def _threshold(
+        self,
+        cur: psycopg.Cursor[Any],
+        query: _Query,
+        frequencies: dict[str, int],
+        average: float,
+        reference: float,
+        k: int,
+    ) -> list[tuple[int, float]] | None:
+        """The best ``k`` from each term's best postings (the module's docstring), or
+        None when that would cost more than summing every posting (:data:`READ_SHARE`,
+        :data:`PROBE_SHARE`)."""
+        weight: dict[str, float] = {}  # a term's IDF times its repeats in the query
+        for term, idf in zip(query.terms, query.idfs, strict=True):
+            weight[term] = weight.get(term, 0.0) + idf
+        stretch = max(1.0, average / reference) * (1 + _SLACK)
+        names = list(weight)
+        probes = [(i, d) for i, t in enumerate(names) for d in DEPTHS if d < frequencies[t]]
+        rows = cur.execute(
+            self._q(_PLAN),
+            query.args(
+                average,
+                names=names,
+                weights=[weight[t] for t in names],
+                at=[i + 1 for i, _ in probes],
+                depths=[d for _, d in probes],
+                seeds=_seeds(names, frequencies),
+                k=k,
+            ),
+            prepare=False,
+        ).fetchall()
+        floor = 0.0  # a lower bound of the k-th best score
+        bounds: dict[str, dict[int, float]] = {t: {} for t in names}
+        for i, depth, value in rows:
+            if i == 0:
+                floor = float(value)
+            else:
+                term = names[int(i) - 1]
+                bounds[term][int(depth)] = weight[term] * float(value) * stretch
+        plan = _plan(names, frequencies, bounds, floor * TARGET)
+        if plan is None or sum(plan.values()) > READ_SHARE * sum(frequencies[t] for t in names):
+            return None
+        bound = {t: bounds[t].get(d, 0.0) for t, d in plan.items()}
+        if floor <= 0 or sum(bound.values()) >= floor:
+            return None
+        alive = cur.execute(
+            self._q(_READ),
+            query.args(
+                average,
+                names=names,
+                weights=[weight[t] for t in names],
+                bounds=[bound[t] for t in names],
+                depths=[plan[t] for t in names],
+                total=sum(bound.values()),
+                floor=floor,
+                k=k,
+            ),
+            prepare=False,
+        ).fetchall()
+        if len(alive) * len(query.terms) > PROBE_SHARE * sum(frequencies[t] for t in names):
+            return None  # probing them one by one would cost more than summing everything
+        found = cur.execute(
+            self._q(_SCORE), query.args(average, ids=[r[0] for r in alive], k=k), prepare=False
+        ).fetchall()
+        return [(int(r[0]), float(r[1])) for r in found]
+
     def document_frequencies(self, terms: Sequence[str]) -> tuple[int, dict[str, int]]:
-        with self._conn.cursor() as cur:
-            total, _ = self._stats(cur)
+        with self._snapshot() as cur:
+            total, _, _ = self._stats(cur)
             if not terms:
                 return total, {}
             frequencies = self._df(cur, [fold(t) for t in terms])
         return total, {t: frequencies[fold(t)] for t in terms if fold(t) in frequencies}
+
+
+DEPTHS = (16, 128, 1024, 8192)  # where a term's bound is read when planning
+SEED = 128  # a term's postings the first floor is drawn from
+SEED_ALL = 4096  # ... all of the rarest terms' while they hold this many
+TARGET = 0.6  # the planned bound of the chunks left unread, as a share of the floor
+TOP_K_FROM = 100_000  # postings a query's terms hold before the top-k search pays
+READ_SHARE = 0.5  # beyond this share of the query's postings, every posting is summed
+PROBE_SHARE = 0.1  # ... or when the chunks left hold more postings to probe than this share
+_SLACK = 1e-6  # a bound's margin for the float rounding of impacts and sums
+_FLOOR_SLACK = 1e-9  # the floor's, for partial sums rounded in another order
+
+# A posting's BM25 share, as the exhaustive sum and the threshold algorithm compute it.
+_SHARE = "q.idf * p.tf * %(k1p)s / (p.tf + %(k1)s * (%(omb)s + %(b)s * p.length / %(avg)s))"
+_TERMS = "unnest(%(terms)s::text[], %(idfs)s::float8[]) AS q(term, idf)"
+# The same, numbered: a chunk's shares added in the query's order, as the exhaustive
+# sum adds them (its plan reads the terms one after another)
+_ORDERED = "unnest(%(terms)s::text[], %(idfs)s::float8[]) WITH ORDINALITY AS q(term, idf, i)"
+# The query's distinct terms (``i`` from 1), each with its IDF times its repeats.
+_NAMES = "unnest(%(names)s::text[], %(weights)s::float8[]) WITH ORDINALITY AS r(term, w, i)"
+# A term's postings best first: the order of ``postings_impact``.
+_BEST = "ORDER BY p.impact DESC, p.chunk_id DESC"
+
+# One chunk's exact score (``{0}``: the chunk's row), its postings probed by the primary
+# key one by one (a lateral subquery: never a scan of a term's every posting).
+_EXACT = (
+    f"(SELECT sum({_SHARE} ORDER BY q.i) AS score FROM {_ORDERED}"
+    " JOIN {{s}}.postings p ON p.term = q.term AND p.chunk_id = {0}.chunk_id)"
+)
+
+_EXHAUSTIVE = (
+    f"SELECT p.chunk_id, sum({_SHARE}) AS score FROM {_TERMS}"
+    " JOIN {s}.postings p ON p.term = q.term"
+    " GROUP BY p.chunk_id ORDER BY score DESC, p.chunk_id LIMIT %(k)s"
+)
+
+# Planning: the impact at each (term i, depth) asked (rows (i, depth, impact)), and a
+# first floor (row (0, 0, floor)): the k-th best exact score of the k chunks with the
+# best partial sums over each term's best ``seeds[i]`` postings (:func:`_seeds`).
+_PLAN = (
+    "WITH r AS (SELECT * FROM " + _NAMES + "),"
+    " seed AS (SELECT b.chunk_id FROM r CROSS JOIN LATERAL"
+    " (SELECT p.chunk_id, r.w * p.tf * %(k1p)s / (p.tf + %(k1)s * (%(omb)s + %(b)s * p.length"
+    f" / %(avg)s)) AS share FROM {{s}}.postings p WHERE p.term = r.term {_BEST}"
+    " LIMIT %(seeds)s[r.i]) b GROUP BY b.chunk_id ORDER BY sum(b.share) DESC LIMIT %(k)s),"
+    f" scored AS (SELECT e.score FROM seed CROSS JOIN LATERAL {_EXACT.format('seed')} e)"
+    " SELECT 0::bigint, 0, CASE WHEN count(*) < %(k)s THEN 0 ELSE min(score) END::float8"
+    " FROM scored"
+    " UNION ALL SELECT x.i, x.depth, (SELECT p.impact::float8 FROM {s}.postings p"
+    f" WHERE p.term = r.term {_BEST} OFFSET x.depth - 1 LIMIT 1)"
+    " FROM unnest(%(at)s::bigint[], %(depths)s::int[]) AS x(i, depth) JOIN r ON r.i = x.i"
+)
+
+# Reading: each term's best ``depth`` postings; the chunks met, each with its partial
+# sum and the bound of what it may still hold (the bounds of the terms it was not met
+# in); the ids of those that can reach the floor (the best of the given one and the
+# k-th best partial sum).
+_READ = (
+    "WITH r AS (SELECT * FROM unnest(%(names)s::text[], %(weights)s::float8[],"
+    " %(bounds)s::float8[], %(depths)s::int[]) AS r(term, w, bound, depth)),"
+    " met AS (SELECT b.chunk_id, sum(b.share) AS partial, sum(b.bound) AS bounded"
+    " FROM r CROSS JOIN LATERAL (SELECT p.chunk_id, r.bound, r.w * p.tf * %(k1p)s"
+    " / (p.tf + %(k1)s * (%(omb)s + %(b)s * p.length / %(avg)s)) AS share"
+    f" FROM {{s}}.postings p WHERE p.term = r.term {_BEST} LIMIT r.depth) b"
+    " GROUP BY b.chunk_id),"
+    " floor AS (SELECT greatest(%(floor)s, coalesce((SELECT partial FROM met"
+    f" ORDER BY partial DESC OFFSET %(k)s - 1 LIMIT 1), 0)) * (1 - {_FLOOR_SLACK}) AS v),"
+    " alive AS (SELECT m.chunk_id FROM met m, floor"
+    " WHERE m.partial + (%(total)s - m.bounded) >= floor.v)"
+    " SELECT chunk_id FROM alive"
+)
+
+# The exact scores of the chunks left (``ids``), the best k.
+_SCORE = (
+    "SELECT a.chunk_id, e.score FROM unnest(%(ids)s::bigint[]) AS a(chunk_id)"
+    f" CROSS JOIN LATERAL {_EXACT.format('a')} e ORDER BY e.score DESC, a.chunk_id LIMIT %(k)s"
+)
+
+
+def _seeds(names: list[str], frequencies: dict[str, int]) -> list[int]:
+    """How many of each term's best postings the first floor is drawn from: all of
+    the rarest terms' (the chunks holding them are the likeliest best), while they
+    hold at most :data:`SEED_ALL` postings together; :data:`SEED` of the others."""
+    out = [min(SEED, frequencies[t]) for t in names]
+    held = 0
+    for i in sorted(range(len(names)), key=lambda i: frequencies[names[i]]):
+        held += frequencies[names[i]]
+        if held > SEED_ALL:
+            break
+        out[i] = frequencies[names[i]]
+    return out
+
+
+def _plan(
+    names: list[str],
+    frequencies: dict[str, int],
+    bounds: dict[str, dict[int, float]],
+    target: float,
+) -> dict[str, int] | None:
+    """How deep to read each term (its frequency: all of it) so that the bounds of
+    what is left unread sum below ``target``: greedily, each step the deeper read that
+    lowers the sum most per posting read.  None if even reading everything does not
+    (a floor of zero)."""
+    options = {  # (depth, bound of what is left) from shallow to all of it
+        t: [(d, b) for d, b in sorted(bounds[t].items())] + [(frequencies[t], 0.0)] for t in names
+    }
+    at = dict.fromkeys(names, 0)
+    total = sum(options[t][0][1] for t in names)
+    while total >= target:
+        best, gain = None, 0.0
+        for t in names:
+            if at[t] + 1 < len(options[t]):
+                (d0, b0), (d1, b1) = options[t][at[t]], options[t][at[t] + 1]
+                if (b0 - b1) / (d1 - d0) > gain:
+                    best, gain = t, (b0 - b1) / (d1 - d0)
+        if best is None:
+            return None
+        total -= options[best][at[best]][1] - options[best][at[best] + 1][1]
+        at[best] += 1
+    return {t: options[t][at[t]][0] for t in names}
+
+
+@dataclass(frozen=True)
+class _Query:
+    """A query's terms held by the collection (repeats kept) and their IDFs."""
+
+    terms: list[str]
+    idfs: list[float]
+
+    def args(self, average: float, **more: Any) -> dict[str, Any]:
+        return {
+            "k1p": K1 + 1,
+            "k1": K1,
+            "omb": 1 - B,
+            "b": B,
+            "avg": average,
+            "terms": self.terms,
+            "idfs": self.idfs,
+            **more,
+        }
