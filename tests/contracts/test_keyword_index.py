@@ -155,3 +155,55 @@ def test_top_k_ranks_as_scoring_every_posting_on_real_corpora(
     index.add_many(long_rows)  # three times as long: the average moves up by a third
     check(random_queries(corpus, 150, seed=2))
     assert sum(answered) >= 50  # the top-k path answers many of them, not the fallback
+
+
+def test_packed_lists_rank_as_scoring_every_posting_through_changes(
+    request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The team index's packed lists (each term's postings as arrays, summed in numpy)
+    against the exhaustive SQL sum on real corpora: right after packing; after
+    removals and new, longer chunks (the packed lists then miss the new postings and
+    still hold the removed ones); after an id at or below the mark comes back (the
+    lists are dropped); and packed again."""
+    index = postgres_index(request)
+    assert isinstance(index, pg_keywords.PostgresKeywordIndex)
+    corpus = corpus_terms()
+    rows = list(enumerate(corpus, start=1))
+    for start in range(0, len(rows), 500):
+        index.add_many(rows[start : start + 500])
+    assert index.pack_due()
+    index.pack()
+    assert not index.pack_due()
+    answered: list[int] = []
+    real = pg_keywords.PostgresKeywordIndex._packed
+
+    def counting(self: pg_keywords.PostgresKeywordIndex, *args: Any) -> Any:
+        answered.append(1)
+        return real(self, *args)
+
+    monkeypatch.setattr(pg_keywords.PostgresKeywordIndex, "_packed", counting)
+
+    def check(queries: list[list[str]]) -> int:
+        before = len(answered)
+        for i, query in enumerate(queries):
+            k = (1, 3, 10, 50, 200)[i % 5]
+            found, every = index.search(query, k), index.search_exhaustive(query, k)
+            assert ranked_alike(found, every), (query, k, found, every)
+            assert len(found) == len(every)
+        return len(answered) - before
+
+    assert check(questions()[:120] + random_queries(corpus, 150, seed=4)) == 270
+    rng = random.Random(5)
+    removed = rng.sample(range(1, len(corpus) + 1), len(corpus) // 5)
+    index.remove(removed)
+    long_rows = [(len(corpus) + 1 + i, " ".join([corpus[i]] * 3)) for i in range(300)]
+    index.add_many(long_rows)
+    assert check(questions()[120:200] + random_queries(corpus, 100, seed=6)) == 180
+    for query in questions()[:40]:  # a removed chunk is never found
+        assert not {i for i, _ in index.search(query, 200)} & set(removed)
+    index.add_many([(removed[0], corpus[0])])  # an id the packed lists may hold: dropped
+    assert index.pack_due()
+    assert check(random_queries(corpus, 50, seed=7)) == 0  # the SQL paths answer
+    index.pack()
+    last = questions()[-40:] + random_queries(corpus, 60, seed=8)
+    assert check(last) == len(last)

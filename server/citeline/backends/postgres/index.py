@@ -616,11 +616,20 @@ class PostgresIndex:
         try:
             self.refresh()
             yield
+            self._run(self._repack)
         finally:
             if self._locked and not conn.closed and not conn.broken:
                 with self._using, contextlib.suppress(psycopg.Error):
                     conn.execute("SELECT pg_advisory_unlock(%s)", (key,))
             self._locked = False
+
+    def _repack(self, conn: psycopg.Connection[Any]) -> None:
+        """At the end of a writer's block: the keyword index's packed lists made again
+        when many chunks changed since (``keywords.REPACK_SHARE``), in one transaction
+        (readers keep searching the lists they have until it commits)."""
+        if self._kw.pack_due():
+            with conn.transaction():
+                self._kw.pack()
 
     def vectors_for_keys(self, keys: Iterable[str]) -> dict[str, Vector]:
         wanted = sorted(set(keys))

@@ -59,13 +59,14 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import psycopg
 from psycopg import sql
 from psycopg.pq import TransactionStatus
 
 from citeline.core.keywords import K1, B, bm25_idf, bm25_weight, fold
 
-TABLES = ("chunk_terms", "postings", "term_df", "keyword_stats")
+TABLES = ("chunk_terms", "postings", "term_df", "keyword_stats", "keyword_packed", "packed_removed")
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS {s}.chunk_terms (
@@ -92,6 +93,16 @@ ALTER TABLE {s}.postings ADD COLUMN IF NOT EXISTS impact real NOT NULL DEFAULT '
 ALTER TABLE {s}.keyword_stats ADD COLUMN IF NOT EXISTS impact_average double precision;
 CREATE INDEX IF NOT EXISTS postings_impact
     ON {s}.postings (term, impact DESC, chunk_id DESC) INCLUDE (tf, length);
+CREATE TABLE IF NOT EXISTS {s}.keyword_packed (
+    term text PRIMARY KEY,
+    chunk_ids bytea NOT NULL,
+    tfs bytea NOT NULL,
+    lengths bytea NOT NULL
+);
+ALTER TABLE {s}.keyword_packed ALTER COLUMN chunk_ids SET STORAGE EXTERNAL,
+    ALTER COLUMN tfs SET STORAGE EXTERNAL, ALTER COLUMN lengths SET STORAGE EXTERNAL;
+CREATE TABLE IF NOT EXISTS {s}.packed_removed (chunk_id bigint PRIMARY KEY);
+ALTER TABLE {s}.keyword_stats ADD COLUMN IF NOT EXISTS packed_upto bigint;
 """
 
 # A posting's impact from its frequency and length, and the reference average ``a``.
@@ -151,7 +162,9 @@ class PostgresKeywordIndex:
             counted.append(counts)
             df.update(counts.keys())
         with self._conn.cursor() as cur:
-            reference = self._impact_average(cur, sum(lengths) / len(ids))
+            reference, upto = self._impact_average(cur, sum(lengths) / len(ids))
+            if upto is not None and min(ids) <= upto:
+                self._unpack(cur)  # the packed lists would miss this chunk's postings
             postings: tuple[list[str], list[int], list[int], list[int], list[float]] = (
                 [],
                 [],
@@ -186,16 +199,19 @@ class PostgresKeywordIndex:
                 (len(ids), sum(lengths)),
             )
 
-    def _impact_average(self, cur: psycopg.Cursor[Any], average: float) -> float:
-        """The average length impacts are computed with: the first write's, kept."""
+    def _impact_average(self, cur: psycopg.Cursor[Any], average: float) -> tuple[float, int | None]:
+        """The average length impacts are computed with (the first write's, kept), and
+        the packed lists' mark (None: no packed lists)."""
         row = cur.execute(
             self._q(
                 "UPDATE {s}.keyword_stats SET impact_average = coalesce(impact_average, %s)"
-                " RETURNING impact_average"
+                " RETURNING impact_average, packed_upto"
             ),
             (max(1.0, average),),
         ).fetchone()
-        return float(row[0]) if row else max(1.0, average)
+        if not row:
+            return max(1.0, average), None
+        return float(row[0]), None if row[1] is None else int(row[1])
 
     def _bump_df(self, cur: psycopg.Cursor[Any], df: Counter[str], sign: int) -> None:
         if not df:
@@ -229,6 +245,14 @@ class PostgresKeywordIndex:
             removed = cur.fetchall()
             if not removed:
                 return
+            cur.execute(  # packed postings of these chunks are skipped from now on
+                self._q(
+                    "INSERT INTO {s}.packed_removed SELECT c FROM unnest(%s::bigint[]) AS c"
+                    " WHERE c <= (SELECT packed_upto FROM {s}.keyword_stats)"
+                    " ON CONFLICT DO NOTHING"
+                ),
+                ([int(r[0]) for r in removed],),
+            )
             pairs = sorted((str(t), int(c)) for c, terms, _ in removed for t in terms)
             cur.execute(  # each posting by its key: a common term's others are not read
                 self._q(
@@ -252,20 +276,68 @@ class PostgresKeywordIndex:
             cur.execute(
                 self._q("UPDATE {s}.keyword_stats SET rows = 0, terms = 0, impact_average = NULL")
             )
+            self._unpack(cur)
+
+    # -- packed lists -----------------------------------------------------------------
+
+    def _unpack(self, cur: psycopg.Cursor[Any]) -> None:
+        """No packed lists (DELETE, not TRUNCATE: a reader's snapshot keeps its own)."""
+        cur.execute(self._q("DELETE FROM {s}.keyword_packed"))
+        cur.execute(self._q("DELETE FROM {s}.packed_removed"))
+        cur.execute(self._q("UPDATE {s}.keyword_stats SET packed_upto = NULL"))
+
+    def pack(self) -> None:
+        """Each term's postings as three packed arrays (chunk ids, frequencies, lengths),
+        marked with the highest chunk id they hold.  Join the caller's transaction."""
+        with self._conn.cursor() as cur:
+            self._unpack(cur)
+            cur.execute(
+                self._q(
+                    "INSERT INTO {s}.keyword_packed SELECT term,"
+                    " string_agg(int8send(chunk_id), '' ORDER BY chunk_id),"
+                    " string_agg(int4send(tf), '' ORDER BY chunk_id),"
+                    " string_agg(int4send(length), '' ORDER BY chunk_id)"
+                    " FROM {s}.postings GROUP BY term"
+                )
+            )
+            cur.execute(
+                self._q(
+                    "UPDATE {s}.keyword_stats SET packed_upto = coalesce("
+                    "(SELECT max(chunk_id) FROM {s}.chunk_terms),"
+                    " (SELECT max(chunk_id) FROM {s}.postings), 0)"
+                )
+            )
+
+    def pack_due(self) -> bool:
+        """Whether the packed lists are missing, or more than :data:`REPACK_SHARE` of the
+        chunks were added or removed since they were made."""
+        with self._conn.cursor() as cur:
+            row = cur.execute(
+                self._q(
+                    "SELECT rows, packed_upto,"
+                    " (SELECT count(*) FROM {s}.chunk_terms WHERE chunk_id > packed_upto)"
+                    " + (SELECT count(*) FROM {s}.packed_removed) FROM {s}.keyword_stats"
+                )
+            ).fetchone()
+        if row is None or not int(row[0]):
+            return False
+        return row[1] is None or int(row[2]) > REPACK_SHARE * int(row[0])
 
     # -- reading ------------------------------------------------------------------
 
-    def _stats(self, cur: psycopg.Cursor[Any]) -> tuple[int, int, float | None]:
-        """(rows, terms, the impacts' average or None: a collection without impacts)."""
+    def _stats(self, cur: psycopg.Cursor[Any]) -> tuple[int, int, float | None, int | None]:
+        """(rows, terms, the impacts' average or None: a collection without impacts,
+        the packed lists' mark or None: none)."""
         row = cur.execute(
             self._q(
-                "SELECT rows, terms, (to_jsonb(k) ->> 'impact_average')::float8"
-                " FROM {s}.keyword_stats k"
+                "SELECT rows, terms, (to_jsonb(k) ->> 'impact_average')::float8,"
+                " (to_jsonb(k) ->> 'packed_upto')::bigint FROM {s}.keyword_stats k"
             )
         ).fetchone()
         if not row:
-            return 0, 0, None
-        return int(row[0]), int(row[1]), None if row[2] is None else float(row[2])
+            return 0, 0, None, None
+        average = None if row[2] is None else float(row[2])
+        return int(row[0]), int(row[1]), average, None if row[3] is None else int(row[3])
 
     def _df(self, cur: psycopg.Cursor[Any], folded: Sequence[str]) -> dict[str, int]:
         rows = cur.execute(
@@ -300,7 +372,7 @@ class PostgresKeywordIndex:
             return []
         folded = [fold(t) for t in terms]
         with self._snapshot() as cur:
-            total, length, reference = self._stats(cur)
+            total, length, reference, upto = self._stats(cur)
             frequencies = self._df(cur, folded)
             # One term of the sum per query term (a repeated term counts again, as in FTS5).
             present = [t for t in folded if t in frequencies]
@@ -309,6 +381,8 @@ class PostgresKeywordIndex:
             query = _Query(present, [bm25_idf(total, frequencies[t]) for t in present])
             average = length / total
             held = sum(frequencies[t] for t in set(present))
+            if top_k and upto is not None:
+                return self._packed(cur, query, upto, average, k)
             if top_k and reference is not None and held >= TOP_K_FROM:
                 found = self._threshold(cur, query, frequencies, average, reference, k)
                 if found is not None:
@@ -382,9 +456,61 @@ class PostgresKeywordIndex:
         ).fetchall()
         return [(int(r[0]), float(r[1])) for r in found]
 
+    def _packed(
+        self, cur: psycopg.Cursor[Any], query: _Query, upto: int, average: float, k: int
+    ) -> list[tuple[int, float]]:
+        """Every posting of the query's terms summed in numpy: the packed lists, the
+        postings of chunks added since (ids above ``upto``), less the chunks removed
+        since.  Each share is computed as the exhaustive SQL computes it, and a chunk's
+        shares are added in the query's order."""
+        names = list(dict.fromkeys(query.terms))
+        parts: dict[str, list[tuple[bytes, bytes, bytes]]] = {t: [] for t in names}
+        for statement, args in (
+            (_PACKED, (names,)),
+            (_ADDED, (names, upto)),
+        ):
+            for term, ids, tfs, lengths in cur.execute(self._q(statement), args):
+                parts[str(term)].append((bytes(ids), bytes(tfs), bytes(lengths)))
+        removed_row = cur.execute(self._q(_REMOVED)).fetchone()
+        removed = np.frombuffer(bytes(removed_row[0]) if removed_row else b"", ">i8")
+        lists: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+        for term in names:
+            got = parts[term]
+            lists[term] = (
+                np.concatenate([np.frombuffer(i, ">i8") for i, _, _ in got] or [_NO_IDS]),
+                np.concatenate([np.frombuffer(f, ">i4") for _, f, _ in got] or [_NO_INTS]),
+                np.concatenate([np.frombuffer(n, ">i4") for _, _, n in got] or [_NO_INTS]),
+            )
+        every = np.concatenate([ids for ids, _, _ in lists.values()])
+        if not len(every):
+            return []
+        top = int(every.max())
+        dense = top < 8 * len(every) + 4096  # a score slot per id, else per id met
+        ids_of = None if dense else np.unique(every)
+        scores = np.zeros(top + 1 if dense else len(ids_of))  # type: ignore[arg-type]
+        for term, idf in zip(query.terms, query.idfs, strict=True):
+            ids, tf, length = lists[term]
+            at = ids if ids_of is None else np.searchsorted(ids_of, ids)
+            tf = tf.astype(np.float64)
+            scores[at] += idf * tf * (K1 + 1) / (tf + K1 * ((1 - B) + B * length / average))
+        if ids_of is None:
+            scores[removed[removed <= top]] = 0.0
+        else:
+            at = np.searchsorted(ids_of, removed)
+            inside = at < len(ids_of)
+            at, kept = at[inside], removed[inside]
+            scores[at[ids_of[at] == kept]] = 0.0
+        met = np.flatnonzero(scores > 0)
+        if len(met) > k:
+            kth = np.partition(scores[met], len(met) - k)[len(met) - k]
+            met = met[scores[met] >= kth]
+        chunk_ids = met if ids_of is None else ids_of[met]
+        order = np.lexsort((chunk_ids, -scores[met]))[:k]
+        return [(int(chunk_ids[i]), float(scores[met[i]])) for i in order]
+
     def document_frequencies(self, terms: Sequence[str]) -> tuple[int, dict[str, int]]:
         with self._snapshot() as cur:
-            total, _, _ = self._stats(cur)
+            total, _, _, _ = self._stats(cur)
             if not terms:
                 return total, {}
             frequencies = self._df(cur, [fold(t) for t in terms])
@@ -398,8 +524,25 @@ TARGET = 0.6  # the planned bound of the chunks left unread, as a share of the f
 TOP_K_FROM = 100_000  # postings a query's terms hold before the top-k search pays
 READ_SHARE = 0.5  # beyond this share of the query's postings, every posting is summed
 PROBE_SHARE = 0.1  # ... or when the chunks left hold more postings to probe than this share
+REPACK_SHARE = 0.25  # chunks added or removed since the packed lists, before a repack
 _SLACK = 1e-6  # a bound's margin for the float rounding of impacts and sums
 _FLOOR_SLACK = 1e-9  # the floor's, for partial sums rounded in another order
+
+# The packed lists of the query's terms, the postings of the chunks added since (as
+# packed lists too), and the chunks removed since.
+_PACKED = "SELECT term, chunk_ids, tfs, lengths FROM {s}.keyword_packed WHERE term = ANY(%s)"
+_ADDED = (
+    "SELECT term, string_agg(int8send(chunk_id), '' ORDER BY chunk_id),"
+    " string_agg(int4send(tf), '' ORDER BY chunk_id),"
+    " string_agg(int4send(length), '' ORDER BY chunk_id)"
+    " FROM {s}.postings WHERE term = ANY(%s) AND chunk_id > %s GROUP BY term"
+)
+_REMOVED = (
+    "SELECT coalesce(string_agg(int8send(chunk_id), '' ORDER BY chunk_id), '')"
+    " FROM {s}.packed_removed"
+)
+_NO_IDS = np.zeros(0, ">i8")
+_NO_INTS = np.zeros(0, ">i4")
 
 # A posting's BM25 share, as the exhaustive sum and the threshold algorithm compute it.
 _SHARE = "q.idf * p.tf * %(k1p)s / (p.tf + %(k1)s * (%(omb)s + %(b)s * p.length / %(avg)s))"
