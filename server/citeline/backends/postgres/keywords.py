@@ -12,8 +12,13 @@ Tables (in the collection's schema):
 - ``chunk_terms``: one row per chunk, its distinct terms and length (what removing
   it takes away);
 - ``term_df``: how many chunks hold each term (BM25's document frequency);
-- ``keyword_stats``: the number of rows and of terms (BM25's average length), and
-  the average the impacts were computed with.
+- ``keyword_stats``: the number of rows and of terms (BM25's average length), the
+  average the impacts were computed with, and the packed lists' mark;
+- ``keyword_packed``: each term's postings as three packed arrays (chunk ids,
+  frequencies, lengths: big-endian int8 / int4 / int4, stored uncompressed), made by
+  :meth:`PostgresKeywordIndex.pack` from ``postings``; they hold every chunk up to
+  the mark ``keyword_stats.packed_upto`` that existed when they were made;
+- ``packed_removed``: the chunks at or below the mark removed since.
 
 The writer keeps the last two exact in the same transaction as the rows.  The score
 of a chunk is ``Σ idf(t)·tf·(k1+1) / (tf + k1·(1 − b + b·len/avglen))`` with k1 = 1.2,
@@ -21,7 +26,18 @@ b = 0.75 and ``idf = max(1e-6, ln((N − n + 0.5)/(n + 0.5)))``, FTS5's constant
 Terms are folded as FTS5's ``unicode61`` tokenizer folds them (diacritics of Latin
 letters removed), so ``café`` and ``cafe`` are one term in both backends.
 
-**Top-k search** (the threshold algorithm over impact-ordered postings).  A
+**Search over the packed lists** (when the collection has them: the writer packs at
+the end of a run when none exist or :data:`REPACK_SHARE` of the chunks changed).  One
+statement each reads the query terms' packed lists, the postings of the chunks added
+since (ids above the mark, packed the same way) and the chunks removed since; numpy
+then sums every posting's share, computed as the exhaustive SQL computes it and
+added in the query's order, and zeroes the removed chunks.  A few rows of a few
+megabytes instead of a row per posting: exact, and the cost is the copy and the
+arithmetic.  An added chunk whose id is at or below the mark drops the lists (they
+would miss its postings), until the next pack.
+
+**Top-k search without packed lists** (the threshold algorithm over impact-ordered
+postings).  A
 posting's impact is its share before the IDF, computed with a *reference* average
 length ``A₀`` (the average of the collection's first write, kept in
 ``keyword_stats.impact_average``): ``tf·(k1+1) / (tf + k1·(1 − b + b·len/A₀))``.  Its
@@ -469,9 +485,9 @@ class PostgresKeywordIndex:
             (_PACKED, (names,)),
             (_ADDED, (names, upto)),
         ):
-            for term, ids, tfs, lengths in cur.execute(self._q(statement), args):
+            for term, ids, tfs, lengths in cur.execute(self._q(statement), args, binary=True):
                 parts[str(term)].append((bytes(ids), bytes(tfs), bytes(lengths)))
-        removed_row = cur.execute(self._q(_REMOVED)).fetchone()
+        removed_row = cur.execute(self._q(_REMOVED), binary=True).fetchone()
         removed = np.frombuffer(bytes(removed_row[0]) if removed_row else b"", ">i8")
         lists: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
         for term in names:
@@ -481,26 +497,35 @@ class PostgresKeywordIndex:
                 np.concatenate([np.frombuffer(f, ">i4") for _, f, _ in got] or [_NO_INTS]),
                 np.concatenate([np.frombuffer(n, ">i4") for _, _, n in got] or [_NO_INTS]),
             )
-        every = np.concatenate([ids for ids, _, _ in lists.values()])
-        if not len(every):
+        held = sum(len(ids) for ids, _, _ in lists.values())
+        if not held:
             return []
-        top = int(every.max())
-        dense = top < 8 * len(every) + 4096  # a score slot per id, else per id met
-        ids_of = None if dense else np.unique(every)
-        scores = np.zeros(top + 1 if dense else len(ids_of))  # type: ignore[arg-type]
+        top = max(int(ids.max()) for ids, _, _ in lists.values() if len(ids))
+        dense = top < 8 * held + 4096  # a score slot per id, else per id met
+        ids_of = None
+        if not dense:
+            ids_of = np.unique(np.concatenate([ids for ids, _, _ in lists.values()]))
+        at: list[np.ndarray] = []
+        shares: list[np.ndarray] = []
         for term, idf in zip(query.terms, query.idfs, strict=True):
             ids, tf, length = lists[term]
-            at = ids if ids_of is None else np.searchsorted(ids_of, ids)
-            tf = tf.astype(np.float64)
-            scores[at] += idf * tf * (K1 + 1) / (tf + K1 * ((1 - B) + B * length / average))
+            at.append(ids.astype(np.int64) if ids_of is None else np.searchsorted(ids_of, ids))
+            shares.append(_shares(idf, tf, length, average))
+        # One pass in the query's order: a chunk's shares are added as the SQL sum adds them.
+        scores = np.bincount(
+            np.concatenate(at),
+            weights=np.concatenate(shares),
+            minlength=top + 1 if ids_of is None else len(ids_of),
+        )
         if ids_of is None:
             scores[removed[removed <= top]] = 0.0
         else:
-            at = np.searchsorted(ids_of, removed)
-            inside = at < len(ids_of)
-            at, kept = at[inside], removed[inside]
-            scores[at[ids_of[at] == kept]] = 0.0
-        met = np.flatnonzero(scores > 0)
+            slot = np.searchsorted(ids_of, removed)
+            inside = slot < len(ids_of)
+            slot, kept = slot[inside], removed[inside]
+            scores[slot[ids_of[slot] == kept]] = 0.0
+        met = np.flatnonzero(scores >= _least_kth(scores, at, k))
+        met = met[scores[met] > 0]
         if len(met) > k:
             kth = np.partition(scores[met], len(met) - k)[len(met) - k]
             met = met[scores[met] >= kth]
@@ -609,6 +634,40 @@ _SCORE = (
     "SELECT a.chunk_id, e.score FROM unnest(%(ids)s::bigint[]) AS a(chunk_id)"
     f" CROSS JOIN LATERAL {_EXACT.format('a')} e ORDER BY e.score DESC, a.chunk_id LIMIT %(k)s"
 )
+
+
+def _shares(idf: float, tf: np.ndarray, length: np.ndarray, average: float) -> np.ndarray:
+    """Each posting's BM25 share, the operations in the exhaustive SQL's order
+    (``idf·tf·(k1+1) / (tf + k1·((1−b) + b·len/avg))``): the same bits."""
+    tf = tf.astype(np.float64)
+    denominator = B * length.astype(np.float64)
+    denominator /= average
+    denominator += 1 - B
+    denominator *= K1
+    denominator += tf
+    share = idf * tf
+    share *= K1 + 1
+    share /= denominator
+    return share
+
+
+def _least_kth(scores: np.ndarray, at: list[np.ndarray], k: int) -> float:
+    """A score the k-th best reaches: the k-th best among the chunks of the shortest
+    lists (distinct, at least 4k of them when there are), so that only the chunks at
+    or above it are ranked; 0 when those hold fewer than k chunks."""
+    order = sorted(range(len(at)), key=lambda i: len(at[i]))
+    picked: list[np.ndarray] = []
+    held = 0
+    for i in order:
+        picked.append(at[i])
+        held += len(at[i])
+        if held >= 4 * k:
+            break
+    some = np.unique(np.concatenate(picked)) if picked else np.zeros(0, np.int64)
+    some = some[scores[some] > 0]
+    if len(some) < k:
+        return 0.0
+    return float(np.partition(scores[some], len(some) - k)[len(some) - k])
 
 
 def _seeds(names: list[str], frequencies: dict[str, int]) -> list[int]:
