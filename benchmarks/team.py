@@ -376,10 +376,42 @@ def measure_keywords(
         whole += found == every or [(i, round(s, 9)) for i, s in found] == [
             (i, round(s, 9)) for i, s in every
         ]
+    times.update(split_keyword_time(reader, queries[:60], pool))
     reader.close()
     out: dict[str, Any] = {name: percentiles(t) for name, t in times.items()}
     out["same_top10"] = f"{top10}/{len(queries)}"
     out["same_ranking"] = f"{whole}/{len(queries)}"
+    return out
+
+
+def split_keyword_time(
+    reader: PostgresIndex, queries: list[str], pool: int
+) -> dict[str, list[float]]:
+    """Where the reader's keyword search spends its time, query by query: in the
+    database's statements (``cursor.execute``, results received) and the rest (numpy,
+    Python, the transaction's begin and commit)."""
+    spent = [0.0]
+    execute = psycopg.Cursor.execute
+
+    def timed(self: psycopg.Cursor[Any], *args: Any, **kwargs: Any) -> Any:
+        started = time.perf_counter()
+        try:
+            return execute(self, *args, **kwargs)
+        finally:
+            spent[0] += time.perf_counter() - started
+
+    out: dict[str, list[float]] = {"keyword_db_statements": [], "keyword_db_rest": []}
+    psycopg.Cursor.execute = timed  # type: ignore[method-assign]
+    try:
+        for q in queries:
+            spent[0] = 0.0
+            started = time.perf_counter()
+            reader.keyword_search(query_terms(q), pool)
+            total = time.perf_counter() - started
+            out["keyword_db_statements"].append(spent[0])
+            out["keyword_db_rest"].append(total - spent[0])
+    finally:
+        psycopg.Cursor.execute = execute  # type: ignore[method-assign]
     return out
 
 
@@ -644,7 +676,16 @@ def print_size(size: int, entry: dict[str, Any]) -> None:
         + ", ".join(f"{k} {v / 2**20:.0f} MiB" for v, k in big)
         + ")"
     )
-    names = ("dense_db", "exact_db", "keyword_db", "keyword_exhaustive_db", "embed", "dense")
+    names = (
+        "dense_db",
+        "exact_db",
+        "keyword_db",
+        "keyword_db_statements",
+        "keyword_db_rest",
+        "keyword_exhaustive_db",
+        "embed",
+        "dense",
+    )
     for name in (*names, "keyword", "hybrid"):
         if name in s:
             print(f"  {name:21} p50 {s[name]['p50_ms']:8.1f} ms   p95 {s[name]['p95_ms']:8.1f} ms")
