@@ -9,7 +9,8 @@ The second form measures an existing collection (one ``citeline eval … --store
 dataset's questions, embedded by the real model.
 
 For each size: a fresh collection is bulk-loaded (COPY, then the HNSW, postings and
-b-tree indexes built once, as a first full index of a big checkout would end), then searched
+b-tree indexes built once, then the keyword index's packed lists, as a first full index
+of a big checkout would end), then searched
 by a reader through the ordinary retriever: dense (pgvector HNSW, and exact on the
 smaller sizes), keyword (BM25 over Citeline's terms) and hybrid (both, fused), with
 p50/p95 latency.  Reported: load, index build and total build time, the database size
@@ -52,11 +53,11 @@ from psycopg import sql
 from citeline.app import make_embedder
 from citeline.backends.postgres.connection import schema_for
 from citeline.backends.postgres.index import PostgresIndex
-from citeline.backends.postgres.keywords import fold
+from citeline.backends.postgres.keywords import PostgresKeywordIndex, fold
 from citeline.core.chunking import ChunkSettings
 from citeline.core.documents import Chunk
 from citeline.core.index import FileUpdate, IndexIdentity, NewChunk
-from citeline.core.keywords import query_terms, terms
+from citeline.core.keywords import bm25_weight, query_terms, terms
 from citeline.core.retrieval import Retriever
 from citeline.settings import BUNDLED_MODEL_RETRIEVAL, EmbeddingSettings
 from common import abstract_pieces, load_average, synthetic_texts
@@ -131,6 +132,8 @@ def bulk_load(
     for index in ("chunks_embedding", "chunks_file", "chunks_vector_key"):
         conn.execute(sql.SQL("DROP INDEX IF EXISTS {}.{}").format(s, sql.Identifier(index)))
     conn.execute(sql.SQL("ALTER TABLE {}.postings DROP CONSTRAINT postings_pkey").format(s))
+    conn.execute(sql.SQL("DROP INDEX {}.postings_impact").format(s))
+    reference = 0.0  # the impacts' average length: the first batch's, as a writer's first write
     started = time.perf_counter()
     files = (size + CHUNKS_PER_FILE - 1) // CHUNKS_PER_FILE
     now = time.time()
@@ -159,9 +162,9 @@ def bulk_load(
             " text, start_line, end_line, page, vector_key, embedding) FROM STDIN"
         ).format(s)
         terms_copy = sql.SQL("COPY {}.chunk_terms (chunk_id, terms, length) FROM STDIN").format(s)
-        postings_copy = sql.SQL("COPY {}.postings (term, chunk_id, tf, length) FROM STDIN").format(
-            s
-        )
+        postings_copy = sql.SQL(
+            "COPY {}.postings (term, chunk_id, tf, length, impact) FROM STDIN"
+        ).format(s)
         batch = 20_000
         for start in range(0, size, batch):
             rows: list[tuple[Any, ...]] = []
@@ -196,6 +199,9 @@ def bulk_load(
                 length = sum(counts.values())
                 term_rows.append((cid, sorted(counts), length))
                 posting_rows.extend((t, cid, c, length) for t, c in counts.items())
+            if not reference:
+                reference = max(1.0, sum(r[2] for r in term_rows) / len(term_rows))
+                set_impact_average(cur, s, reference)
             with cur.copy(chunk_copy) as copy:
                 for row in rows:
                     copy.write_row(row)
@@ -203,8 +209,8 @@ def bulk_load(
                 for row in term_rows:
                     copy.write_row(row)
             with cur.copy(postings_copy) as copy:
-                for row in posting_rows:
-                    copy.write_row(row)
+                for t, cid, c, length in posting_rows:
+                    copy.write_row((t, cid, c, length, bm25_weight(c, length, reference)))
             log(f"  loaded {start + n:,} / {size:,}")
         cur.execute(
             sql.SQL("SELECT setval(pg_get_serial_sequence('{}.chunks', 'id'), %s)").format(
@@ -233,6 +239,7 @@ def bulk_load(
             "postings_seconds",
             "ALTER TABLE {0}.postings ADD PRIMARY KEY (term, chunk_id) INCLUDE (tf, length)",
         ),
+        ("impact_seconds", IMPACT_INDEX),
         (
             "hnsw_seconds",
             "CREATE INDEX chunks_embedding ON {0}.chunks USING hnsw (embedding vector_cosine_ops)",
@@ -248,8 +255,19 @@ def bulk_load(
     conn.execute(sql.SQL("VACUUM ANALYZE {}.chunk_terms").format(s))
     conn.execute(sql.SQL("VACUUM ANALYZE {}.postings").format(s))
     timings["analyze_seconds"] = time.perf_counter() - started
+    timings["pack_seconds"] = pack(conn, schema)
     timings["build_seconds"] = sum(timings.values())
     return timings
+
+
+IMPACT_INDEX = (
+    "CREATE INDEX postings_impact ON {0}.postings (term, impact DESC, chunk_id DESC)"
+    " INCLUDE (tf, length)"
+)
+
+
+def set_impact_average(cur: psycopg.Cursor[Any], s: sql.Identifier, average: float) -> None:
+    cur.execute(sql.SQL("UPDATE {}.keyword_stats SET impact_average = %s").format(s), (average,))
 
 
 def keyword_statistics(cur: psycopg.Cursor[Any], s: sql.Identifier, rows: int, terms: int) -> None:
@@ -271,22 +289,31 @@ def bulk_load_keywords(conn: psycopg.Connection[Any], schema: str, size: int) ->
     (``common.synthetic_texts``); timings in seconds."""
     s = sql.Identifier(schema)
     conn.execute(sql.SQL("ALTER TABLE {}.postings DROP CONSTRAINT postings_pkey").format(s))
+    conn.execute(sql.SQL("DROP INDEX {}.postings_impact").format(s))
     conn.execute(sql.SQL("ALTER TABLE {}.postings SET UNLOGGED").format(s))  # no WAL to write
     timings: dict[str, float] = {}
     started = time.perf_counter()
-    postings_copy = sql.SQL("COPY {}.postings (term, chunk_id, tf, length) FROM STDIN").format(s)
+    postings_copy = sql.SQL(
+        "COPY {}.postings (term, chunk_id, tf, length, impact) FROM STDIN"
+    ).format(s)
     texts = synthetic_texts(abstract_pieces(), size)
     batch = 50_000
     total = 0
+    reference = 0.0  # the impacts' average length: the first batch's, as a writer's first write
     with conn.cursor() as cur:
         for start in range(0, size, batch):
+            rows = []
+            for cid in range(start + 1, min(size, start + batch) + 1):
+                counts = Counter(fold(t) for t in terms(next(texts)))
+                rows.append((cid, counts, sum(counts.values())))
+            if not reference:
+                reference = max(1.0, sum(r[2] for r in rows) / len(rows))
+                set_impact_average(cur, s, reference)
             with cur.copy(postings_copy) as copy:
-                for cid in range(start + 1, min(size, start + batch) + 1):
-                    counts = Counter(fold(t) for t in terms(next(texts)))
-                    length = sum(counts.values())
+                for cid, counts, length in rows:
                     total += length
                     for t, c in counts.items():
-                        copy.write_row((t, cid, c, length))
+                        copy.write_row((t, cid, c, length, bm25_weight(c, length, reference)))
             log(f"  loaded {min(size, start + batch):,} / {size:,}")
         keyword_statistics(cur, s, size, total)
     timings["load_seconds"] = time.perf_counter() - started
@@ -300,28 +327,92 @@ def bulk_load_keywords(conn: psycopg.Connection[Any], schema: str, size: int) ->
     )
     timings["postings_seconds"] = time.perf_counter() - started
     started = time.perf_counter()
+    conn.execute(sql.SQL(IMPACT_INDEX).format(s))
+    timings["impact_seconds"] = time.perf_counter() - started
+    started = time.perf_counter()
     for table in ("postings", "term_df"):
         conn.execute(sql.SQL("VACUUM ANALYZE {}.{}").format(s, sql.Identifier(table)))
     timings["analyze_seconds"] = time.perf_counter() - started
+    timings["pack_seconds"] = pack(conn, schema)
     timings["build_seconds"] = sum(timings.values())
     return timings
+
+
+def pack(conn: psycopg.Connection[Any], schema: str) -> float:
+    """The keyword index's packed lists, as a writer makes them at the end of its
+    first index run (``PostgresKeywordIndex.pack``); seconds."""
+    started = time.perf_counter()
+    conn.execute("SET work_mem = '1GB'")
+    with conn.transaction():
+        PostgresKeywordIndex(conn, schema).pack()
+    conn.execute(sql.SQL("VACUUM ANALYZE {}.keyword_packed").format(sql.Identifier(schema)))
+    return time.perf_counter() - started
 
 
 def measure_keywords(
     url: str, collection: str, identity: IndexIdentity, queries: list[str]
 ) -> dict[str, Any]:
-    """The reader's keyword search alone (BM25 in the database)."""
+    """The reader's keyword search alone: the search the daemon runs (``keyword_db``:
+    the packed lists summed in numpy once the writer packed them, else the threshold
+    algorithm) and the SQL sum of every posting (``keyword_exhaustive_db``), query by
+    query in turn, and how often the two agree: the same top 10 ids in the same
+    order, and the same whole ranking (scores to 12 digits)."""
     reader = PostgresIndex(url, collection, identity, read_only=True)
     pool = BUNDLED_MODEL_RETRIEVAL.candidates
-    times = []
+    keywords = reader._kw  # the one index class measured here
     for q in queries[:3]:  # warm the caches
         reader.keyword_search(query_terms(q), pool)
+        keywords.search_exhaustive(query_terms(q), pool)
+    times: dict[str, list[float]] = {"keyword_db": [], "keyword_exhaustive_db": []}
+    top10 = whole = 0
     for q in queries:
         started = time.perf_counter()
-        reader.keyword_search(query_terms(q), pool)
-        times.append(time.perf_counter() - started)
+        found = reader.keyword_search(query_terms(q), pool)
+        times["keyword_db"].append(time.perf_counter() - started)
+        started = time.perf_counter()
+        every = keywords.search_exhaustive(query_terms(q), pool)
+        times["keyword_exhaustive_db"].append(time.perf_counter() - started)
+        top10 += [i for i, _ in found[:10]] == [i for i, _ in every[:10]]
+        whole += found == every or [(i, round(s, 9)) for i, s in found] == [
+            (i, round(s, 9)) for i, s in every
+        ]
+    times.update(split_keyword_time(reader, queries[:60], pool))
     reader.close()
-    return {"keyword_db": percentiles(times)}
+    out: dict[str, Any] = {name: percentiles(t) for name, t in times.items()}
+    out["same_top10"] = f"{top10}/{len(queries)}"
+    out["same_ranking"] = f"{whole}/{len(queries)}"
+    return out
+
+
+def split_keyword_time(
+    reader: PostgresIndex, queries: list[str], pool: int
+) -> dict[str, list[float]]:
+    """Where the reader's keyword search spends its time, query by query: in the
+    database's statements (``cursor.execute``, results received) and the rest (numpy,
+    Python, the transaction's begin and commit)."""
+    spent = [0.0]
+    execute = psycopg.Cursor.execute
+
+    def timed(self: psycopg.Cursor[Any], *args: Any, **kwargs: Any) -> Any:
+        started = time.perf_counter()
+        try:
+            return execute(self, *args, **kwargs)
+        finally:
+            spent[0] += time.perf_counter() - started
+
+    out: dict[str, list[float]] = {"keyword_db_statements": [], "keyword_db_rest": []}
+    psycopg.Cursor.execute = timed  # type: ignore[method-assign]
+    try:
+        for q in queries:
+            spent[0] = 0.0
+            started = time.perf_counter()
+            reader.keyword_search(query_terms(q), pool)
+            total = time.perf_counter() - started
+            out["keyword_db_statements"].append(spent[0])
+            out["keyword_db_rest"].append(total - spent[0])
+    finally:
+        psycopg.Cursor.execute = execute  # type: ignore[method-assign]
+    return out
 
 
 def sizes_of(conn: psycopg.Connection[Any], schema: str) -> dict[str, int]:
@@ -585,9 +676,19 @@ def print_size(size: int, entry: dict[str, Any]) -> None:
         + ", ".join(f"{k} {v / 2**20:.0f} MiB" for v, k in big)
         + ")"
     )
-    for name in ("dense_db", "exact_db", "keyword_db", "embed", "dense", "keyword", "hybrid"):
+    names = (
+        "dense_db",
+        "exact_db",
+        "keyword_db",
+        "keyword_db_statements",
+        "keyword_db_rest",
+        "keyword_exhaustive_db",
+        "embed",
+        "dense",
+    )
+    for name in (*names, "keyword", "hybrid"):
         if name in s:
-            print(f"  {name:10} p50 {s[name]['p50_ms']:8.1f} ms   p95 {s[name]['p95_ms']:8.1f} ms")
+            print(f"  {name:21} p50 {s[name]['p50_ms']:8.1f} ms   p95 {s[name]['p95_ms']:8.1f} ms")
     if "same_ranking" in s:
         print(
             f"  same ranking as the exhaustive SQL: {s['same_ranking']} (top 10: {s['same_top10']})"

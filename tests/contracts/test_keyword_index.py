@@ -5,8 +5,10 @@ calibrated on them) mean the same thing."""
 from __future__ import annotations
 
 import math
+import random
 import sqlite3
 from collections.abc import Callable, Iterator
+from typing import Any
 
 import psycopg
 import psycopg.sql
@@ -16,6 +18,7 @@ from citeline.backends.postgres import keywords as pg_keywords
 from citeline.backends.postings import PostingsKeywordIndex
 from citeline.backends.sqlite import fts5
 from citeline.core.keywords import KeywordIndex, terms
+from keyword_reference import corpus_terms, questions, random_queries, ranked_alike
 from memory import MemoryKeywordIndex
 
 
@@ -109,3 +112,101 @@ def test_removed_chunks_are_not_found_or_counted(index: KeywordIndex) -> None:
     index.remove([3, 99])
     assert [i for i, _ in index.search(terms("reload"), 5)] == [1]
     assert index.document_frequencies(["reload"]) == (len(CHUNKS) - 1, {"reload": 1})
+
+
+# -- the top-k search against scoring every posting -----------------------------------
+
+
+def test_top_k_ranks_as_scoring_every_posting_on_real_corpora(
+    request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The team index's threshold algorithm against its exhaustive sum: the same ids,
+    order and scores (``ranked_alike``), for real questions and random vocabulary
+    subsets at k = 1–200, before and after removals and new chunks move the average
+    length away from the one the impacts were computed with; and the threshold path
+    really answers."""
+    index = postgres_index(request)
+    assert isinstance(index, pg_keywords.PostgresKeywordIndex)
+    corpus = corpus_terms()
+    rows = list(enumerate(corpus, start=1))
+    for start in range(0, len(rows), 500):
+        index.add_many(rows[start : start + 500])
+    answered = []
+    real = pg_keywords.PostgresKeywordIndex._threshold
+
+    def counting(self: pg_keywords.PostgresKeywordIndex, *args: Any) -> Any:
+        found = real(self, *args)
+        answered.append(found is not None)
+        return found
+
+    monkeypatch.setattr(pg_keywords.PostgresKeywordIndex, "_threshold", counting)
+    monkeypatch.setattr(pg_keywords, "TOP_K_FROM", 0)  # a small corpus: top-k even so
+
+    def check(queries: list[list[str]]) -> None:
+        for i, query in enumerate(queries):
+            k = (1, 3, 10, 50, 200)[i % 5]
+            found, every = index.search(query, k), index.search_exhaustive(query, k)
+            assert ranked_alike(found, every), (query, k, found, every)
+
+    check(questions()[:150] + random_queries(corpus, 250, seed=1))
+    rng = random.Random(3)
+    index.remove(rng.sample(range(1, len(corpus) + 1), len(corpus) // 5))
+    long_rows = [(len(corpus) + 1 + i, " ".join([corpus[i]] * 3)) for i in range(300)]
+    index.add_many(long_rows)  # three times as long: the average moves up by a third
+    check(random_queries(corpus, 150, seed=2))
+    assert sum(answered) >= 50  # the top-k path answers many of them, not the fallback
+
+
+def test_packed_lists_rank_as_scoring_every_posting_through_changes(
+    request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The team index's packed lists (each term's postings as arrays, summed in numpy)
+    against the exhaustive SQL sum on real corpora: right after packing; after
+    removals and new, longer chunks (the packed lists then miss the new postings and
+    still hold the removed ones); after an id at or below the mark comes back (the
+    lists are dropped); and packed again."""
+    index = postgres_index(request)
+    assert isinstance(index, pg_keywords.PostgresKeywordIndex)
+    corpus = corpus_terms()
+    rows = list(enumerate(corpus, start=1))
+    for start in range(0, len(rows), 500):
+        index.add_many(rows[start : start + 500])
+    assert index.pack_due()
+    index.pack()
+    assert not index.pack_due()
+    answered: list[int] = []
+    real = pg_keywords.PostgresKeywordIndex._packed
+
+    def counting(self: pg_keywords.PostgresKeywordIndex, *args: Any) -> Any:
+        answered.append(1)
+        return real(self, *args)
+
+    monkeypatch.setattr(pg_keywords.PostgresKeywordIndex, "_packed", counting)
+
+    def check(queries: list[list[str]]) -> int:
+        """How many of the queries that find anything the packed search did not answer."""
+        before, finding = len(answered), 0
+        for i, query in enumerate(queries):
+            k = (1, 3, 10, 50, 200)[i % 5]
+            found, every = index.search(query, k), index.search_exhaustive(query, k)
+            assert ranked_alike(found, every), (query, k, found, every)
+            assert len(found) == len(every)
+            finding += bool(every)  # a query none of whose terms is held returns early
+        return finding - (len(answered) - before)
+
+    assert check(questions()[:120] + random_queries(corpus, 150, seed=4)) == 0
+    rng = random.Random(5)
+    removed = rng.sample(range(1, len(corpus) + 1), len(corpus) // 5)
+    index.remove(removed)
+    long_rows = [(len(corpus) + 1 + i, " ".join([corpus[i]] * 3)) for i in range(300)]
+    index.add_many(long_rows)
+    assert check(questions()[120:200] + random_queries(corpus, 100, seed=6)) == 0
+    for query in questions()[:40]:  # a removed chunk is never found
+        assert not {i for i, _ in index.search(query, 200)} & set(removed)
+    index.add_many([(removed[0], corpus[0])])  # an id the packed lists may hold: dropped
+    assert index.pack_due()
+    before = len(answered)
+    check(random_queries(corpus, 50, seed=7))
+    assert len(answered) == before  # the SQL paths answer
+    index.pack()
+    assert check(questions()[-40:] + random_queries(corpus, 60, seed=8)) == 0

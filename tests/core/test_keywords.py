@@ -44,3 +44,11 @@ def test_bm25_idf_is_fts5s_and_never_negative() -> None:
     assert bm25_idf(100, 1) == pytest.approx(math.log(99.5 / 1.5))
     assert bm25_idf(100, 90) == 1e-6  # a term in most chunks carries ~nothing
     assert bm25_idf(10, 0) > bm25_idf(10, 3) > bm25_idf(10, 6)
+
+
+def test_bm25_weight_is_a_postings_share_before_its_idf_and_below_k1_plus_1() -> None:
+    from citeline.core.keywords import K1, bm25_weight
+
+    assert bm25_weight(1, 10, 10.0) == pytest.approx(2.2 / (1 + 1.2))
+    assert bm25_weight(3, 5, 10.0) > bm25_weight(1, 5, 10.0) > bm25_weight(1, 20, 10.0)
+    assert bm25_weight(10_000, 0, 10.0) < K1 + 1

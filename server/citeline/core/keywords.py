@@ -147,6 +147,12 @@ def bm25_idf(total: int, frequency: int) -> float:
     return max(1e-6, math.log((total - frequency + 0.5) / (frequency + 0.5)))
 
 
+def bm25_weight(tf: int, length: int, average: float) -> float:
+    """A posting's BM25 share before its term's IDF: ``tf·(k1+1) / (tf + k1·(1 − b +
+    b·len/avglen))``, below ``k1 + 1`` whatever the frequency and length."""
+    return tf * (K1 + 1) / (tf + K1 * (1 - B + B * length / average))
+
+
 def _is_latin(char: str) -> bool:
     code = ord(char)
     return code < 0x250 or 0x1E00 <= code < 0x1F00

@@ -233,3 +233,43 @@ def test_a_lost_server_is_unavailable_until_it_returns() -> None:
         team.close()
     finally:
         server.close()
+
+
+def test_searches_from_two_threads_share_one_connection(
+    postgres: TestServer, collection: str
+) -> None:
+    """A hybrid search runs its keyword half on another thread beside the dense half:
+    both on the reader's one connection.  Each keeps its transaction to itself (a
+    keyword search's snapshot never becomes a savepoint of a dense search's
+    transaction), and every answer is the one a lone search gives."""
+    w = writer(postgres, collection)
+    with w.writing():
+        put(w, "a.md", TEXTS)
+    reader = PostgresIndex(postgres.url, collection, MODEL_A, read_only=True)
+    q = query_terms("reload the index")
+    want_keyword = reader.keyword_search(q, 5)
+    want_dense = reader.dense_search(vector(3), 5)
+    assert want_keyword and want_dense
+    errors: list[BaseException] = []
+    got: dict[str, list[list[tuple[int, float]]]] = {"keyword": [], "dense": []}
+
+    def loop(name: str) -> None:
+        try:
+            for _ in range(150):
+                if name == "keyword":
+                    got[name].append(reader.keyword_search(q, 5))
+                else:
+                    got[name].append(reader.dense_search(vector(3), 5))
+        except BaseException as exc:  # reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=loop, args=(n,)) for n in got]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors
+    assert got["keyword"] == [want_keyword] * 150
+    assert got["dense"] == [want_dense] * 150
+    reader.close()
+    w.close()

@@ -57,3 +57,50 @@ def test_scores_and_frequencies_equal_fts5_through_removals(
     assert team.document_frequencies(["coffe", "tea", "absent"]) == embedded.document_frequencies(
         ["coffe", "tea", "absent"]
     )
+
+
+def test_postings_without_impacts_are_read_first_and_given_impacts_once(
+    pair: tuple[PostgresKeywordIndex, fts5.Fts5KeywordIndex], postgres: TestServer
+) -> None:
+    """A collection written before impacts were kept (every impact the 'Infinity'
+    default, no reference average) is searched exactly, and its writer's next open
+    computes the impacts once."""
+    team, _ = pair
+    texts = ["coffee and tea", "coffee coffee coffee", "tea, then more tea", "coffee beans"]
+    team.add_many([(i, " ".join(terms(t))) for i, t in enumerate(texts * 20, start=1)])
+    schema = team._s.as_string()
+    query = list(dict.fromkeys(terms("coffee tea beans")))
+    want = team.search_exhaustive(query, 5)
+    postgres.execute(f"UPDATE {schema}.postings SET impact = 'Infinity'")
+    assert team.search(query, 5) == want  # unread postings bound by infinity: still exact
+    postgres.execute(f"UPDATE {schema}.keyword_stats SET impact_average = NULL")
+    with psycopg.connect(postgres.url, autocommit=True) as conn:
+        create_tables(conn, schema.strip('"'))
+    assert postgres.execute(
+        f"SELECT count(*) FROM {schema}.postings WHERE impact = 'Infinity'"
+    ) == [(0,)]
+    assert postgres.execute(f"SELECT impact_average IS NOT NULL FROM {schema}.keyword_stats") == [
+        (True,)
+    ]
+    assert team.search(query, 5) == want
+
+
+def test_packed_lists_with_sparse_ids_rank_as_the_sum(
+    pair: tuple[PostgresKeywordIndex, fts5.Fts5KeywordIndex],
+) -> None:
+    """Chunk ids far apart (a collection long rewritten): the packed search scores
+    per id met, not per id up to the largest, and ranks as the exhaustive sum, with
+    removed chunks left out."""
+    team, _ = pair
+    texts = ["coffee and tea", "coffee coffee coffee", "tea, then more tea", "coffee beans"]
+    rows = [(10**9 + 7919 * i, " ".join(terms(t))) for i, t in enumerate(texts * 30)]
+    team.add_many(rows)
+    team.pack()
+    team.remove([rows[1][0], rows[5][0]])
+    team.add_many([(2 * 10**9, " ".join(terms("coffee tea beans, beans")))])
+    for query in (["coffe"], ["coffe", "tea"], ["bean", "tea", "coffe"], ["bean", "bean"]):
+        for k in (1, 5, 200):
+            found = team.search(query, k)
+            assert found == team.search_exhaustive(query, k), (query, k)
+            assert not {i for i, _ in found} & {rows[1][0], rows[5][0]}
+    assert team.search(["coffe", "bean"], 1)[0][0] == 2 * 10**9

@@ -28,6 +28,7 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, TypeVar
@@ -172,6 +173,9 @@ class PostgresIndex:
         self._locked = False  # this handle holds the writer's lock
         self._seen_generation = -1
         self._cache: dict[str, Any] = {}
+        # One unit of work on the connection at a time: a hybrid search's keyword half
+        # runs on another thread beside its dense half, and each has its own transaction.
+        self._using = threading.RLock()
         self._open()
 
     # -- connections and errors -------------------------------------------------------
@@ -210,15 +214,18 @@ class PostgresIndex:
         self._locked = False  # a session lock goes with its session
 
     def _run(self, fn: Callable[[psycopg.Connection[Any]], T]) -> T:
-        """``fn(connection)``, with driver errors turned into one-line BackendErrors."""
-        conn = self._connection()
-        try:
-            return fn(conn)
-        except psycopg.Error as exc:
-            error = translate(exc, self._location)
-            if conn.closed or conn.broken:
-                self._drop_connection()
-            raise error from exc
+        """``fn(connection)``, with driver errors turned into one-line BackendErrors.
+        The connection is this call's alone until ``fn`` returns (a transaction ``fn``
+        opens never nests in another thread's)."""
+        with self._using:
+            conn = self._connection()
+            try:
+                return fn(conn)
+            except psycopg.Error as exc:
+                error = translate(exc, self._location)
+                if conn.closed or conn.broken:
+                    self._drop_connection()
+                raise error from exc
 
     @property
     def _kw(self) -> keywords.PostgresKeywordIndex:
@@ -609,11 +616,20 @@ class PostgresIndex:
         try:
             self.refresh()
             yield
+            self._run(self._repack)
         finally:
             if self._locked and not conn.closed and not conn.broken:
-                with contextlib.suppress(psycopg.Error):
+                with self._using, contextlib.suppress(psycopg.Error):
                     conn.execute("SELECT pg_advisory_unlock(%s)", (key,))
             self._locked = False
+
+    def _repack(self, conn: psycopg.Connection[Any]) -> None:
+        """At the end of a writer's block: the keyword index's packed lists made again
+        when many chunks changed since (``keywords.REPACK_SHARE``), in one transaction
+        (readers keep searching the lists they have until it commits)."""
+        if self._kw.pack_due():
+            with conn.transaction():
+                self._kw.pack()
 
     def vectors_for_keys(self, keys: Iterable[str]) -> dict[str, Vector]:
         wanted = sorted(set(keys))

@@ -5,35 +5,84 @@ makes (stemmed English, joined identifiers, CJK bigrams).
 Tables (in the collection's schema):
 
 - ``postings``: the inverted index, one row per (term, chunk) with the term's
-  frequency in the chunk and the chunk's length in terms; its primary key (term,
-  chunk) includes both, so a search reads each query term's postings from the index
-  alone;
+  frequency in the chunk, the chunk's length in terms and the posting's *impact*;
+  its primary key (term, chunk) includes frequency and length, so a chunk's share of
+  a term is one index probe; a second index, (term, impact, chunk), reads a term's
+  postings best first;
 - ``chunk_terms``: one row per chunk, its distinct terms and length (what removing
   it takes away);
 - ``term_df``: how many chunks hold each term (BM25's document frequency);
-- ``keyword_stats``: the number of rows and of terms (BM25's average length).
+- ``keyword_stats``: the number of rows and of terms (BM25's average length), the
+  average the impacts were computed with, and the packed lists' mark;
+- ``keyword_packed``: each term's postings as three packed arrays (chunk ids,
+  frequencies, lengths: big-endian int8 / int4 / int4, stored uncompressed), made by
+  :meth:`PostgresKeywordIndex.pack` from ``postings``; they hold every chunk up to
+  the mark ``keyword_stats.packed_upto`` that existed when they were made;
+- ``packed_removed``: the chunks at or below the mark removed since.
 
-The writer keeps the last two exact in the same transaction as the rows, so a
-search reads two small lookups and the query terms' postings, summed per chunk in
-the database: the score of a chunk is
-``Σ idf(t)·tf·(k1+1) / (tf + k1·(1 − b + b·len/avglen))`` with k1 = 1.2, b = 0.75
-and ``idf = max(1e-6, ln((N − n + 0.5)/(n + 0.5)))``, FTS5's constants.  Terms are
-folded as FTS5's ``unicode61`` tokenizer folds them (diacritics of Latin letters
-removed), so ``café`` and ``cafe`` are one term in both backends.
+The writer keeps the last two exact in the same transaction as the rows.  The score
+of a chunk is ``Σ idf(t)·tf·(k1+1) / (tf + k1·(1 − b + b·len/avglen))`` with k1 = 1.2,
+b = 0.75 and ``idf = max(1e-6, ln((N − n + 0.5)/(n + 0.5)))``, FTS5's constants.
+Terms are folded as FTS5's ``unicode61`` tokenizer folds them (diacritics of Latin
+letters removed), so ``café`` and ``cafe`` are one term in both backends.
+
+**Search over the packed lists** (when the collection has them: the writer packs at
+the end of a run when none exist or :data:`REPACK_SHARE` of the chunks changed).  One
+statement each reads the query terms' packed lists, the postings of the chunks added
+since (ids above the mark, packed the same way) and the chunks removed since; numpy
+then sums every posting's share, computed as the exhaustive SQL computes it and
+added in the query's order, and zeroes the removed chunks.  A few rows of a few
+megabytes instead of a row per posting: exact, and the cost is the copy and the
+arithmetic.  An added chunk whose id is at or below the mark drops the lists (they
+would miss its postings), until the next pack.
+
+**Top-k search without packed lists** (the threshold algorithm over impact-ordered
+postings).  A
+posting's impact is its share before the IDF, computed with a *reference* average
+length ``A₀`` (the average of the collection's first write, kept in
+``keyword_stats.impact_average``): ``tf·(k1+1) / (tf + k1·(1 − b + b·len/A₀))``.  Its
+share at today's average ``A`` is at most ``impact · max(1, A/A₀)`` (a longer average
+only shrinks the length's part of the denominator, by at most ``A₀/A``), so impacts
+never have to be rewritten when the collection changes: the bound stays exact, only
+looser as the average drifts.  A search plans, reads, then scores (three statements):
+
+1. *plan*: each term's impact at a few depths (:data:`DEPTHS`) and a *floor*, the
+   k-th best exact score of the k chunks with the best partial sums over each term's
+   first postings (all of the rarest terms'); :func:`_plan` then picks how deep to
+   read each term (a rare one: all of it) so that the bounds of what stays unread,
+   ``idf · impact at that depth · max(1, A/A₀)``, sum below :data:`TARGET` of the
+   floor;
+2. *read*: those postings, summed per chunk; a chunk never met is bounded by the
+   unread bounds' sum, below the floor, so it cannot be among the best k; a chunk
+   met is kept only if its partial sum plus the bounds of the terms it was not met in
+   can reach the floor (raised to the k-th best partial sum);
+3. *score*: the chunks kept, exactly, by primary-key probes, their shares added
+   in the query's order as the exhaustive sum adds them, so the ids, order and
+   scores are those of scoring every posting.
+
+A query whose terms hold fewer than :data:`TOP_K_FROM` postings, a plan that would
+read more than :data:`READ_SHARE` of them, or too many chunks kept to probe
+(:data:`PROBE_SHARE`) sums every posting instead (the same answer).  All of it
+reads one snapshot (a repeatable read transaction), so a commit in between
+changes nothing.
 """
 
 from __future__ import annotations
 
+import contextlib
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import psycopg
 from psycopg import sql
+from psycopg.pq import TransactionStatus
 
-from citeline.core.keywords import K1, B, bm25_idf, fold
+from citeline.core.keywords import K1, B, bm25_idf, bm25_weight, fold
 
-TABLES = ("chunk_terms", "postings", "term_df", "keyword_stats")
+TABLES = ("chunk_terms", "postings", "term_df", "keyword_stats", "keyword_packed", "packed_removed")
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS {s}.chunk_terms (
@@ -46,6 +95,7 @@ CREATE TABLE IF NOT EXISTS {s}.postings (
     chunk_id bigint NOT NULL,
     tf integer NOT NULL,
     length integer NOT NULL,
+    impact real NOT NULL DEFAULT 'Infinity',
     PRIMARY KEY (term, chunk_id) INCLUDE (tf, length)
 );
 CREATE TABLE IF NOT EXISTS {s}.term_df (term text PRIMARY KEY, df integer NOT NULL);
@@ -55,11 +105,45 @@ CREATE TABLE IF NOT EXISTS {s}.keyword_stats (
     terms bigint NOT NULL
 );
 INSERT INTO {s}.keyword_stats VALUES (1, 0, 0) ON CONFLICT DO NOTHING;
+ALTER TABLE {s}.postings ADD COLUMN IF NOT EXISTS impact real NOT NULL DEFAULT 'Infinity';
+ALTER TABLE {s}.keyword_stats ADD COLUMN IF NOT EXISTS impact_average double precision;
+CREATE INDEX IF NOT EXISTS postings_impact
+    ON {s}.postings (term, impact DESC, chunk_id DESC) INCLUDE (tf, length);
+CREATE TABLE IF NOT EXISTS {s}.keyword_packed (
+    term text PRIMARY KEY,
+    chunk_ids bytea NOT NULL,
+    tfs bytea NOT NULL,
+    lengths bytea NOT NULL
+);
+ALTER TABLE {s}.keyword_packed ALTER COLUMN chunk_ids SET STORAGE EXTERNAL,
+    ALTER COLUMN tfs SET STORAGE EXTERNAL, ALTER COLUMN lengths SET STORAGE EXTERNAL;
+CREATE TABLE IF NOT EXISTS {s}.packed_removed (chunk_id bigint PRIMARY KEY);
+ALTER TABLE {s}.keyword_stats ADD COLUMN IF NOT EXISTS packed_upto bigint;
+"""
+
+# A posting's impact from its frequency and length, and the reference average ``a``.
+IMPACT = "p.tf * {k1p} / (p.tf + {k1} * ({omb} + {b} * p.length / {a}))"
+
+# Impacts for the postings written before impacts were kept (the 'Infinity' default:
+# read first, and bounding nothing until read).
+_MIGRATE = """
+UPDATE {s}.keyword_stats SET impact_average = terms::float8 / rows WHERE rows > 0;
+UPDATE {s}.postings p SET impact = ({impact})::real FROM {s}.keyword_stats s
+    WHERE p.impact = 'Infinity';
 """
 
 
 def create_tables(conn: psycopg.Connection[Any], schema: str) -> None:
-    conn.execute(sql.SQL(_SCHEMA).format(s=sql.Identifier(schema)))
+    """The keyword tables (a writer's); a collection written before impacts were kept
+    gets them, once (an UPDATE of every posting)."""
+    s = sql.Identifier(schema)
+    conn.execute(sql.SQL(_SCHEMA).format(s=s))
+    row = conn.execute(
+        sql.SQL("SELECT rows, impact_average FROM {s}.keyword_stats").format(s=s)
+    ).fetchone()
+    if row is not None and int(row[0]) > 0 and row[1] is None:
+        impact = IMPACT.format(k1p=K1 + 1, k1=K1, omb=1 - B, b=B, a="s.impact_average")
+        conn.execute(sql.SQL(_MIGRATE.replace("{impact}", impact)).format(s=s))
 
 
 class PostgresKeywordIndex:
@@ -84,29 +168,44 @@ class PostgresKeywordIndex:
         ids: list[int] = []
         distinct: list[list[str]] = []
         lengths: list[int] = []
-        postings: tuple[list[str], list[int], list[int], list[int]] = ([], [], [], [])
+        counted: list[Counter[str]] = []
         df: Counter[str] = Counter()
         for chunk_id, text in rows:
             counts = Counter(fold(t) for t in text.split())
-            length = sum(counts.values())
             ids.append(chunk_id)
             distinct.append(sorted(counts))
-            lengths.append(length)
+            lengths.append(sum(counts.values()))
+            counted.append(counts)
             df.update(counts.keys())
-            for term in sorted(counts):
-                postings[0].append(term)
-                postings[1].append(chunk_id)
-                postings[2].append(counts[term])
-                postings[3].append(length)
         with self._conn.cursor() as cur:
+            reference, upto = self._impact_average(cur, sum(lengths) / len(ids))
+            if upto is not None and min(ids) <= upto:
+                self._unpack(cur)  # the packed lists would miss this chunk's postings
+            postings: tuple[list[str], list[int], list[int], list[int], list[float]] = (
+                [],
+                [],
+                [],
+                [],
+                [],
+            )
+            for chunk_id, terms, length, counts in zip(
+                ids, distinct, lengths, counted, strict=True
+            ):
+                for term in terms:
+                    postings[0].append(term)
+                    postings[1].append(chunk_id)
+                    postings[2].append(counts[term])
+                    postings[3].append(length)
+                    postings[4].append(bm25_weight(counts[term], length, reference))
             cur.executemany(
                 self._q("INSERT INTO {s}.chunk_terms VALUES (%s, %s, %s)"),
                 list(zip(ids, distinct, lengths, strict=True)),
             )
             cur.execute(
                 self._q(
-                    "INSERT INTO {s}.postings"
-                    " SELECT * FROM unnest(%s::text[], %s::bigint[], %s::int[], %s::int[])"
+                    "INSERT INTO {s}.postings (term, chunk_id, tf, length, impact)"
+                    " SELECT * FROM unnest(%s::text[], %s::bigint[], %s::int[], %s::int[],"
+                    " %s::real[])"
                 ),
                 postings,
             )
@@ -115,6 +214,20 @@ class PostgresKeywordIndex:
                 self._q("UPDATE {s}.keyword_stats SET rows = rows + %s, terms = terms + %s"),
                 (len(ids), sum(lengths)),
             )
+
+    def _impact_average(self, cur: psycopg.Cursor[Any], average: float) -> tuple[float, int | None]:
+        """The average length impacts are computed with (the first write's, kept), and
+        the packed lists' mark (None: no packed lists)."""
+        row = cur.execute(
+            self._q(
+                "UPDATE {s}.keyword_stats SET impact_average = coalesce(impact_average, %s)"
+                " RETURNING impact_average, packed_upto"
+            ),
+            (max(1.0, average),),
+        ).fetchone()
+        if not row:
+            return max(1.0, average), None
+        return float(row[0]), None if row[1] is None else int(row[1])
 
     def _bump_df(self, cur: psycopg.Cursor[Any], df: Counter[str], sign: int) -> None:
         if not df:
@@ -148,6 +261,14 @@ class PostgresKeywordIndex:
             removed = cur.fetchall()
             if not removed:
                 return
+            cur.execute(  # packed postings of these chunks are skipped from now on
+                self._q(
+                    "INSERT INTO {s}.packed_removed SELECT c FROM unnest(%s::bigint[]) AS c"
+                    " WHERE c <= (SELECT packed_upto FROM {s}.keyword_stats)"
+                    " ON CONFLICT DO NOTHING"
+                ),
+                ([int(r[0]) for r in removed],),
+            )
             pairs = sorted((str(t), int(c)) for c, terms, _ in removed for t in terms)
             cur.execute(  # each posting by its key: a common term's others are not read
                 self._q(
@@ -168,13 +289,71 @@ class PostgresKeywordIndex:
     def clear(self) -> None:
         with self._conn.cursor() as cur:
             cur.execute(self._q("TRUNCATE {s}.chunk_terms, {s}.postings, {s}.term_df"))
-            cur.execute(self._q("UPDATE {s}.keyword_stats SET rows = 0, terms = 0"))
+            cur.execute(
+                self._q("UPDATE {s}.keyword_stats SET rows = 0, terms = 0, impact_average = NULL")
+            )
+            self._unpack(cur)
+
+    # -- packed lists -----------------------------------------------------------------
+
+    def _unpack(self, cur: psycopg.Cursor[Any]) -> None:
+        """No packed lists (DELETE, not TRUNCATE: a reader's snapshot keeps its own)."""
+        cur.execute(self._q("DELETE FROM {s}.keyword_packed"))
+        cur.execute(self._q("DELETE FROM {s}.packed_removed"))
+        cur.execute(self._q("UPDATE {s}.keyword_stats SET packed_upto = NULL"))
+
+    def pack(self) -> None:
+        """Each term's postings as three packed arrays (chunk ids, frequencies, lengths),
+        marked with the highest chunk id they hold.  Join the caller's transaction."""
+        with self._conn.cursor() as cur:
+            self._unpack(cur)
+            cur.execute(
+                self._q(
+                    "INSERT INTO {s}.keyword_packed SELECT term,"
+                    " string_agg(int8send(chunk_id), '' ORDER BY chunk_id),"
+                    " string_agg(int4send(tf), '' ORDER BY chunk_id),"
+                    " string_agg(int4send(length), '' ORDER BY chunk_id)"
+                    " FROM {s}.postings GROUP BY term"
+                )
+            )
+            cur.execute(
+                self._q(
+                    "UPDATE {s}.keyword_stats SET packed_upto = coalesce("
+                    "(SELECT max(chunk_id) FROM {s}.chunk_terms),"
+                    " (SELECT max(chunk_id) FROM {s}.postings), 0)"
+                )
+            )
+
+    def pack_due(self) -> bool:
+        """Whether the packed lists are missing, or more than :data:`REPACK_SHARE` of the
+        chunks were added or removed since they were made."""
+        with self._conn.cursor() as cur:
+            row = cur.execute(
+                self._q(
+                    "SELECT rows, packed_upto,"
+                    " (SELECT count(*) FROM {s}.chunk_terms WHERE chunk_id > packed_upto)"
+                    " + (SELECT count(*) FROM {s}.packed_removed) FROM {s}.keyword_stats"
+                )
+            ).fetchone()
+        if row is None or not int(row[0]):
+            return False
+        return row[1] is None or int(row[2]) > REPACK_SHARE * int(row[0])
 
     # -- reading ------------------------------------------------------------------
 
-    def _stats(self, cur: psycopg.Cursor[Any]) -> tuple[int, int]:
-        row = cur.execute(self._q("SELECT rows, terms FROM {s}.keyword_stats")).fetchone()
-        return (int(row[0]), int(row[1])) if row else (0, 0)
+    def _stats(self, cur: psycopg.Cursor[Any]) -> tuple[int, int, float | None, int | None]:
+        """(rows, terms, the impacts' average or None: a collection without impacts,
+        the packed lists' mark or None: none)."""
+        row = cur.execute(
+            self._q(
+                "SELECT rows, terms, (to_jsonb(k) ->> 'impact_average')::float8,"
+                " (to_jsonb(k) ->> 'packed_upto')::bigint FROM {s}.keyword_stats k"
+            )
+        ).fetchone()
+        if not row:
+            return 0, 0, None, None
+        average = None if row[2] is None else float(row[2])
+        return int(row[0]), int(row[1]), average, None if row[3] is None else int(row[3])
 
     def _df(self, cur: psycopg.Cursor[Any], folded: Sequence[str]) -> dict[str, int]:
         rows = cur.execute(
@@ -183,42 +362,372 @@ class PostgresKeywordIndex:
         ).fetchall()
         return {str(t): int(d) for t, d in rows}
 
+    @contextlib.contextmanager
+    def _snapshot(self) -> Iterator[psycopg.Cursor[Any]]:
+        """A cursor whose statements all read one snapshot (a repeatable read
+        transaction, unless the caller's transaction is already open)."""
+        with self._conn.cursor() as cur:
+            if self._conn.info.transaction_status != TransactionStatus.IDLE:
+                yield cur
+                return
+            with self._conn.transaction():
+                cur.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+                yield cur
+
     def search(self, terms: Sequence[str], k: int) -> list[tuple[int, float]]:
+        """The best ``k`` by the threshold algorithm (the module's docstring); the same
+        answer as :meth:`search_exhaustive`."""
+        return self._search(terms, k, top_k=True)
+
+    def search_exhaustive(self, terms: Sequence[str], k: int) -> list[tuple[int, float]]:
+        """The best ``k`` by scoring every posting of every query term."""
+        return self._search(terms, k, top_k=False)
+
+    def _search(self, terms: Sequence[str], k: int, top_k: bool) -> list[tuple[int, float]]:
         if not terms or k <= 0:
             return []
         folded = [fold(t) for t in terms]
-        with self._conn.cursor() as cur:
-            total, length = self._stats(cur)
+        with self._snapshot() as cur:
+            total, length, reference, upto = self._stats(cur)
             frequencies = self._df(cur, folded)
             # One term of the sum per query term (a repeated term counts again, as in FTS5).
             present = [t for t in folded if t in frequencies]
             if not total or not present:
                 return []
-            rows = cur.execute(
-                self._q(
-                    "SELECT p.chunk_id, sum(q.idf * p.tf * %s / (p.tf + %s * (%s + %s * p.length"
-                    " / %s))) AS score"
-                    " FROM unnest(%s::text[], %s::float8[]) AS q(term, idf)"
-                    " JOIN {s}.postings p ON p.term = q.term"
-                    " GROUP BY p.chunk_id ORDER BY score DESC, p.chunk_id LIMIT %s"
-                ),
-                (
-                    K1 + 1,
-                    K1,
-                    1 - B,
-                    B,
-                    length / total,
-                    present,
-                    [bm25_idf(total, frequencies[t]) for t in present],
-                    k,
-                ),
-            ).fetchall()
+            query = _Query(present, [bm25_idf(total, frequencies[t]) for t in present])
+            average = length / total
+            held = sum(frequencies[t] for t in set(present))
+            if top_k and upto is not None:
+                return self._packed(cur, query, upto, average, k)
+            if top_k and reference is not None and held >= TOP_K_FROM:
+                found = self._threshold(cur, query, frequencies, average, reference, k)
+                if found is not None:
+                    return found
+            rows = cur.execute(self._q(_EXHAUSTIVE), query.args(average, k=k)).fetchall()
         return [(int(r[0]), float(r[1])) for r in rows]
 
+    def _threshold(
+        self,
+        cur: psycopg.Cursor[Any],
+        query: _Query,
+        frequencies: dict[str, int],
+        average: float,
+        reference: float,
+        k: int,
+    ) -> list[tuple[int, float]] | None:
+        """The best ``k`` from each term's best postings (the module's docstring), or
+        None when that would cost more than summing every posting (:data:`READ_SHARE`,
+        :data:`PROBE_SHARE`)."""
+        weight: dict[str, float] = {}  # a term's IDF times its repeats in the query
+        for term, idf in zip(query.terms, query.idfs, strict=True):
+            weight[term] = weight.get(term, 0.0) + idf
+        stretch = max(1.0, average / reference) * (1 + _SLACK)
+        names = list(weight)
+        probes = [(i, d) for i, t in enumerate(names) for d in DEPTHS if d < frequencies[t]]
+        rows = cur.execute(
+            self._q(_PLAN),
+            query.args(
+                average,
+                names=names,
+                weights=[weight[t] for t in names],
+                at=[i + 1 for i, _ in probes],
+                depths=[d for _, d in probes],
+                seeds=_seeds(names, frequencies),
+                k=k,
+            ),
+            prepare=False,
+        ).fetchall()
+        floor = 0.0  # a lower bound of the k-th best score
+        bounds: dict[str, dict[int, float]] = {t: {} for t in names}
+        for i, depth, value in rows:
+            if i == 0:
+                floor = float(value)
+            else:
+                term = names[int(i) - 1]
+                bounds[term][int(depth)] = weight[term] * float(value) * stretch
+        plan = _plan(names, frequencies, bounds, floor * TARGET)
+        if plan is None or sum(plan.values()) > READ_SHARE * sum(frequencies[t] for t in names):
+            return None
+        bound = {t: bounds[t].get(d, 0.0) for t, d in plan.items()}
+        if floor <= 0 or sum(bound.values()) >= floor:
+            return None
+        alive = cur.execute(
+            self._q(_READ),
+            query.args(
+                average,
+                names=names,
+                weights=[weight[t] for t in names],
+                bounds=[bound[t] for t in names],
+                depths=[plan[t] for t in names],
+                total=sum(bound.values()),
+                floor=floor,
+                k=k,
+            ),
+            prepare=False,
+        ).fetchall()
+        if len(alive) * len(query.terms) > PROBE_SHARE * sum(frequencies[t] for t in names):
+            return None  # probing them one by one would cost more than summing everything
+        found = cur.execute(
+            self._q(_SCORE), query.args(average, ids=[r[0] for r in alive], k=k), prepare=False
+        ).fetchall()
+        return [(int(r[0]), float(r[1])) for r in found]
+
+    def _packed(
+        self, cur: psycopg.Cursor[Any], query: _Query, upto: int, average: float, k: int
+    ) -> list[tuple[int, float]]:
+        """Every posting of the query's terms summed in numpy: the packed lists, the
+        postings of chunks added since (ids above ``upto``), less the chunks removed
+        since.  Each share is computed as the exhaustive SQL computes it, and a chunk's
+        shares are added in the query's order."""
+        names = list(dict.fromkeys(query.terms))
+        parts: dict[str, list[tuple[bytes, bytes, bytes]]] = {t: [] for t in names}
+        for statement, args in (
+            (_PACKED, (names,)),
+            (_ADDED, (names, upto)),
+        ):
+            for term, ids, tfs, lengths in cur.execute(self._q(statement), args, binary=True):
+                parts[str(term)].append((bytes(ids), bytes(tfs), bytes(lengths)))
+        removed_row = cur.execute(self._q(_REMOVED), binary=True).fetchone()
+        removed = np.frombuffer(bytes(removed_row[0]) if removed_row else b"", ">i8")
+        lists: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+        for term in names:
+            got = parts[term]
+            lists[term] = (
+                np.concatenate([np.frombuffer(i, ">i8") for i, _, _ in got] or [_NO_IDS]),
+                np.concatenate([np.frombuffer(f, ">i4") for _, f, _ in got] or [_NO_INTS]),
+                np.concatenate([np.frombuffer(n, ">i4") for _, _, n in got] or [_NO_INTS]),
+            )
+        held = sum(len(ids) for ids, _, _ in lists.values())
+        if not held:
+            return []
+        top = max(int(ids.max()) for ids, _, _ in lists.values() if len(ids))
+        dense = top < 8 * held + 4096  # a score slot per id, else per id met
+        ids_of = None
+        if not dense:
+            ids_of = np.unique(np.concatenate([ids for ids, _, _ in lists.values()]))
+        at: list[np.ndarray] = []
+        shares: list[np.ndarray] = []
+        for term, idf in zip(query.terms, query.idfs, strict=True):
+            ids, tf, length = lists[term]
+            at.append(ids.astype(np.int64) if ids_of is None else np.searchsorted(ids_of, ids))
+            shares.append(_shares(idf, tf, length, average))
+        # One pass in the query's order: a chunk's shares are added as the SQL sum adds them.
+        scores = np.bincount(
+            np.concatenate(at),
+            weights=np.concatenate(shares),
+            minlength=top + 1 if ids_of is None else len(ids_of),
+        )
+        if ids_of is None:
+            scores[removed[removed <= top]] = 0.0
+        else:
+            slot = np.searchsorted(ids_of, removed)
+            inside = slot < len(ids_of)
+            slot, kept = slot[inside], removed[inside]
+            scores[slot[ids_of[slot] == kept]] = 0.0
+        met = np.flatnonzero(scores >= _least_kth(scores, at, k))
+        met = met[scores[met] > 0]
+        if len(met) > k:
+            kth = np.partition(scores[met], len(met) - k)[len(met) - k]
+            met = met[scores[met] >= kth]
+        chunk_ids = met if ids_of is None else ids_of[met]
+        order = np.lexsort((chunk_ids, -scores[met]))[:k]
+        return [(int(chunk_ids[i]), float(scores[met[i]])) for i in order]
+
     def document_frequencies(self, terms: Sequence[str]) -> tuple[int, dict[str, int]]:
-        with self._conn.cursor() as cur:
-            total, _ = self._stats(cur)
+        with self._snapshot() as cur:
+            total, _, _, _ = self._stats(cur)
             if not terms:
                 return total, {}
             frequencies = self._df(cur, [fold(t) for t in terms])
         return total, {t: frequencies[fold(t)] for t in terms if fold(t) in frequencies}
+
+
+DEPTHS = (16, 128, 1024, 8192)  # where a term's bound is read when planning
+SEED = 128  # a term's postings the first floor is drawn from
+SEED_ALL = 4096  # ... all of the rarest terms' while they hold this many
+TARGET = 0.6  # the planned bound of the chunks left unread, as a share of the floor
+TOP_K_FROM = 100_000  # postings a query's terms hold before the top-k search pays
+READ_SHARE = 0.5  # beyond this share of the query's postings, every posting is summed
+PROBE_SHARE = 0.1  # ... or when the chunks left hold more postings to probe than this share
+REPACK_SHARE = 0.25  # chunks added or removed since the packed lists, before a repack
+_SLACK = 1e-6  # a bound's margin for the float rounding of impacts and sums
+_FLOOR_SLACK = 1e-9  # the floor's, for partial sums rounded in another order
+
+# The packed lists of the query's terms, the postings of the chunks added since (as
+# packed lists too), and the chunks removed since.
+_PACKED = "SELECT term, chunk_ids, tfs, lengths FROM {s}.keyword_packed WHERE term = ANY(%s)"
+_ADDED = (
+    "SELECT term, string_agg(int8send(chunk_id), '' ORDER BY chunk_id),"
+    " string_agg(int4send(tf), '' ORDER BY chunk_id),"
+    " string_agg(int4send(length), '' ORDER BY chunk_id)"
+    " FROM {s}.postings WHERE term = ANY(%s) AND chunk_id > %s GROUP BY term"
+)
+_REMOVED = (
+    "SELECT coalesce(string_agg(int8send(chunk_id), '' ORDER BY chunk_id), '')"
+    " FROM {s}.packed_removed"
+)
+_NO_IDS = np.zeros(0, ">i8")
+_NO_INTS = np.zeros(0, ">i4")
+
+# A posting's BM25 share, as the exhaustive sum and the threshold algorithm compute it.
+_SHARE = "q.idf * p.tf * %(k1p)s / (p.tf + %(k1)s * (%(omb)s + %(b)s * p.length / %(avg)s))"
+_TERMS = "unnest(%(terms)s::text[], %(idfs)s::float8[]) AS q(term, idf)"
+# The same, numbered: a chunk's shares added in the query's order, as the exhaustive
+# sum adds them (its plan reads the terms one after another)
+_ORDERED = "unnest(%(terms)s::text[], %(idfs)s::float8[]) WITH ORDINALITY AS q(term, idf, i)"
+# The query's distinct terms (``i`` from 1), each with its IDF times its repeats.
+_NAMES = "unnest(%(names)s::text[], %(weights)s::float8[]) WITH ORDINALITY AS r(term, w, i)"
+# A term's postings best first: the order of ``postings_impact``.
+_BEST = "ORDER BY p.impact DESC, p.chunk_id DESC"
+
+# One chunk's exact score (``{0}``: the chunk's row), its postings probed by the primary
+# key one by one (a lateral subquery: never a scan of a term's every posting).
+_EXACT = (
+    f"(SELECT sum({_SHARE} ORDER BY q.i) AS score FROM {_ORDERED}"
+    " JOIN {{s}}.postings p ON p.term = q.term AND p.chunk_id = {0}.chunk_id)"
+)
+
+_EXHAUSTIVE = (
+    f"SELECT p.chunk_id, sum({_SHARE}) AS score FROM {_TERMS}"
+    " JOIN {s}.postings p ON p.term = q.term"
+    " GROUP BY p.chunk_id ORDER BY score DESC, p.chunk_id LIMIT %(k)s"
+)
+
+# Planning: the impact at each (term i, depth) asked (rows (i, depth, impact)), and a
+# first floor (row (0, 0, floor)): the k-th best exact score of the k chunks with the
+# best partial sums over each term's best ``seeds[i]`` postings (:func:`_seeds`).
+_PLAN = (
+    "WITH r AS (SELECT * FROM " + _NAMES + "),"
+    " seed AS (SELECT b.chunk_id FROM r CROSS JOIN LATERAL"
+    " (SELECT p.chunk_id, r.w * p.tf * %(k1p)s / (p.tf + %(k1)s * (%(omb)s + %(b)s * p.length"
+    f" / %(avg)s)) AS share FROM {{s}}.postings p WHERE p.term = r.term {_BEST}"
+    " LIMIT %(seeds)s[r.i]) b GROUP BY b.chunk_id ORDER BY sum(b.share) DESC LIMIT %(k)s),"
+    f" scored AS (SELECT e.score FROM seed CROSS JOIN LATERAL {_EXACT.format('seed')} e)"
+    " SELECT 0::bigint, 0, CASE WHEN count(*) < %(k)s THEN 0 ELSE min(score) END::float8"
+    " FROM scored"
+    " UNION ALL SELECT x.i, x.depth, (SELECT p.impact::float8 FROM {s}.postings p"
+    f" WHERE p.term = r.term {_BEST} OFFSET x.depth - 1 LIMIT 1)"
+    " FROM unnest(%(at)s::bigint[], %(depths)s::int[]) AS x(i, depth) JOIN r ON r.i = x.i"
+)
+
+# Reading: each term's best ``depth`` postings; the chunks met, each with its partial
+# sum and the bound of what it may still hold (the bounds of the terms it was not met
+# in); the ids of those that can reach the floor (the best of the given one and the
+# k-th best partial sum).
+_READ = (
+    "WITH r AS (SELECT * FROM unnest(%(names)s::text[], %(weights)s::float8[],"
+    " %(bounds)s::float8[], %(depths)s::int[]) AS r(term, w, bound, depth)),"
+    " met AS (SELECT b.chunk_id, sum(b.share) AS partial, sum(b.bound) AS bounded"
+    " FROM r CROSS JOIN LATERAL (SELECT p.chunk_id, r.bound, r.w * p.tf * %(k1p)s"
+    " / (p.tf + %(k1)s * (%(omb)s + %(b)s * p.length / %(avg)s)) AS share"
+    f" FROM {{s}}.postings p WHERE p.term = r.term {_BEST} LIMIT r.depth) b"
+    " GROUP BY b.chunk_id),"
+    " floor AS (SELECT greatest(%(floor)s, coalesce((SELECT partial FROM met"
+    f" ORDER BY partial DESC OFFSET %(k)s - 1 LIMIT 1), 0)) * (1 - {_FLOOR_SLACK}) AS v),"
+    " alive AS (SELECT m.chunk_id FROM met m, floor"
+    " WHERE m.partial + (%(total)s - m.bounded) >= floor.v)"
+    " SELECT chunk_id FROM alive"
+)
+
+# The exact scores of the chunks left (``ids``), the best k.
+_SCORE = (
+    "SELECT a.chunk_id, e.score FROM unnest(%(ids)s::bigint[]) AS a(chunk_id)"
+    f" CROSS JOIN LATERAL {_EXACT.format('a')} e ORDER BY e.score DESC, a.chunk_id LIMIT %(k)s"
+)
+
+
+def _shares(idf: float, tf: np.ndarray, length: np.ndarray, average: float) -> np.ndarray:
+    """Each posting's BM25 share, the operations in the exhaustive SQL's order
+    (``idf·tf·(k1+1) / (tf + k1·((1−b) + b·len/avg))``): the same bits."""
+    tf = tf.astype(np.float64)
+    denominator = B * length.astype(np.float64)
+    denominator /= average
+    denominator += 1 - B
+    denominator *= K1
+    denominator += tf
+    share = idf * tf
+    share *= K1 + 1
+    share /= denominator
+    return share
+
+
+def _least_kth(scores: np.ndarray, at: list[np.ndarray], k: int) -> float:
+    """A score the k-th best reaches: the k-th best among the chunks of the shortest
+    lists (distinct, at least 4k of them when there are), so that only the chunks at
+    or above it are ranked; 0 when those hold fewer than k chunks."""
+    order = sorted(range(len(at)), key=lambda i: len(at[i]))
+    picked: list[np.ndarray] = []
+    held = 0
+    for i in order:
+        picked.append(at[i])
+        held += len(at[i])
+        if held >= 4 * k:
+            break
+    some = np.unique(np.concatenate(picked)) if picked else np.zeros(0, np.int64)
+    some = some[scores[some] > 0]
+    if len(some) < k:
+        return 0.0
+    return float(np.partition(scores[some], len(some) - k)[len(some) - k])
+
+
+def _seeds(names: list[str], frequencies: dict[str, int]) -> list[int]:
+    """How many of each term's best postings the first floor is drawn from: all of
+    the rarest terms' (the chunks holding them are the likeliest best), while they
+    hold at most :data:`SEED_ALL` postings together; :data:`SEED` of the others."""
+    out = [min(SEED, frequencies[t]) for t in names]
+    held = 0
+    for i in sorted(range(len(names)), key=lambda i: frequencies[names[i]]):
+        held += frequencies[names[i]]
+        if held > SEED_ALL:
+            break
+        out[i] = frequencies[names[i]]
+    return out
+
+
+def _plan(
+    names: list[str],
+    frequencies: dict[str, int],
+    bounds: dict[str, dict[int, float]],
+    target: float,
+) -> dict[str, int] | None:
+    """How deep to read each term (its frequency: all of it) so that the bounds of
+    what is left unread sum below ``target``: greedily, each step the deeper read that
+    lowers the sum most per posting read.  None if even reading everything does not
+    (a floor of zero)."""
+    options = {  # (depth, bound of what is left) from shallow to all of it
+        t: [(d, b) for d, b in sorted(bounds[t].items())] + [(frequencies[t], 0.0)] for t in names
+    }
+    at = dict.fromkeys(names, 0)
+    total = sum(options[t][0][1] for t in names)
+    while total >= target:
+        best, gain = None, 0.0
+        for t in names:
+            if at[t] + 1 < len(options[t]):
+                (d0, b0), (d1, b1) = options[t][at[t]], options[t][at[t] + 1]
+                if (b0 - b1) / (d1 - d0) > gain:
+                    best, gain = t, (b0 - b1) / (d1 - d0)
+        if best is None:
+            return None
+        total -= options[best][at[best]][1] - options[best][at[best] + 1][1]
+        at[best] += 1
+    return {t: options[t][at[t]][0] for t in names}
+
+
+@dataclass(frozen=True)
+class _Query:
+    """A query's terms held by the collection (repeats kept) and their IDFs."""
+
+    terms: list[str]
+    idfs: list[float]
+
+    def args(self, average: float, **more: Any) -> dict[str, Any]:
+        return {
+            "k1p": K1 + 1,
+            "k1": K1,
+            "omb": 1 - B,
+            "b": B,
+            "avg": average,
+            "terms": self.terms,
+            "idfs": self.idfs,
+            **more,
+        }
