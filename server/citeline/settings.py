@@ -57,8 +57,17 @@ OWN_MODEL_RETRIEVAL = RetrievalSettings(
 #   Its cosines between unrelated texts reach about 0.8, so they are reported from a
 #   floor of 0.78 (0.87 becomes 0.4, the evidence threshold); RRF k=10 with keywords
 #   at 0.75 was the best fusion on CMRC 2018 trial (docs/quality.md).
+#   In a folder of both kinds of text it ranks passages in the question's language
+#   first; with the language direction taken out of the query, questions across
+#   languages find their passage (docs/quality.md, "Across languages: the language
+#   direction").
 E5_MODEL_RETRIEVAL = RetrievalSettings(
-    rrf_k=10.0, dense_weight=1.0, keyword_weight=0.75, dense_for_cjk=True, dense_floor=0.78
+    rrf_k=10.0,
+    dense_weight=1.0,
+    keyword_weight=0.75,
+    dense_for_cjk=True,
+    dense_floor=0.78,
+    language_neutral=True,
 )
 
 # The bundled embedding models, by the names ``[embedding] model`` accepts.

@@ -295,4 +295,44 @@ def test_a_long_batch_saves_its_mirrors_as_it_goes(
     other = EmbeddedIndex(tmp_path, IDENTITY, FaissVectorIndex)
     assert len(other.vectors) == 7 and len(other.keywords) == 7
     other.close()
+
+def _add_text(index: EmbeddedIndex, path: str, text: str, vector: np.ndarray) -> None:
+    key = f"key-{path}"
+    index.replace_file(
+        FileUpdate(
+            path=path,
+            kind="markdown",
+            title="T",
+            content_hash="h",
+            size=1,
+            mtime_ns=1,
+            chunks=[NewChunk(Chunk(path, "T", (), text, 1, 1, None, 0), key, text)],
+            chunk_vectors=vector.reshape(1, -1),
+            new_vectors={key: vector},
+        )
+    )
+
+
+def test_script_means_average_each_kind_of_text_and_follow_a_large_change(
+    tmp_path: Path,
+) -> None:
+    index = EmbeddedIndex(tmp_path, IDENTITY, FaissVectorIndex)
+    english = [unit([1, 0, 0.1 * i]) for i in range(8)]
+    chinese = [unit([0, 1, 0.1 * i]) for i in range(8)]
+    with index.writing():
+        for i, vector in enumerate(english):
+            _add_text(index, f"en{i}.md", f"an English paragraph number {i}", vector)
+        _add_text(index, "zh0.md", "一段中文的文字", chinese[0])
+    means = index.script_means()
+    assert set(means) == {False}  # one Chinese chunk is too few for a mean
+    np.testing.assert_allclose(means[False], np.mean(english, axis=0), rtol=1e-6)
+    with index.writing():
+        for i, vector in enumerate(chinese[1:], start=1):
+            _add_text(index, f"zh{i}.md", f"第{i}段中文的文字，讲的是别的事情", vector)
+    means = index.script_means()  # 9 → 16 chunks: taken again
+    np.testing.assert_allclose(means[True], np.mean(chinese, axis=0), rtol=1e-6)
+    np.testing.assert_allclose(means[False], np.mean(english, axis=0), rtol=1e-6)
+    with index.writing():  # one chunk more (1 of 16): the means kept are served
+        _add_text(index, "zh-extra.md", "又一段中文", unit([0, 0, 1]))
+    assert index.script_means() is means
     index.close()

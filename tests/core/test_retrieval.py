@@ -288,3 +288,84 @@ def test_a_hybrid_search_runs_its_keyword_half_beside_the_embedding_only_when_gi
         assert workspace.search(QUESTION, 6) == expected
     finally:
         beside.pool.shutdown()
+
+
+# -- across languages: the language direction (multilingual-e5-small) --------------
+
+ENGLISH_PAGES = {
+    "en/backup.md": "# Backups\n\nCopy the data folder to another disk every night and keep"
+    " the last seven copies.",
+    "en/garden.md": "# The garden\n\nTomatoes want six hours of sunshine and water every"
+    " second day.",
+    "en/trains.md": "# Trains\n\nThe night train to the coast leaves at ten and arrives at"
+    " six in the morning.",
+    "en/bread.md": "# Bread\n\nLet the dough rise for two hours before baking it at 220 degrees.",
+    "en/cats.md": "# Cats\n\nCats sleep for most of the day and hunt at dawn and dusk.",
+    "en/taxes.md": "# Taxes\n\nThe tax return is due at the end of April each year.",
+    "en/chess.md": "# Chess\n\nA pawn that reaches the last row becomes a queen.",
+    "en/moon.md": "# The Moon\n\nThe Moon goes round the Earth in about twenty-seven days.",
+}
+CHINESE_PAGES = {
+    "zh/tea.md": "# 茶\n\n绿茶用八十度的水冲泡，泡两分钟就可以喝了。",
+    "zh/bike.md": "# 自行车\n\n轮胎每个月充一次气，链条要定期上油。",
+    "zh/river.md": "# 长江\n\n长江是中国最长的河流，全长约六千三百公里。",
+    "zh/piano.md": "# 钢琴\n\n每天练琴半小时，先弹音阶再弹曲子。",
+    "zh/rain.md": "# 雨季\n\n南方的雨季从五月开始，一直持续到七月。",
+    "zh/panda.md": "# 熊猫\n\n大熊猫主要吃竹子，每天要吃十几公斤。",
+    "zh/exam.md": "# 考试\n\n高考在每年六月七日开始，持续两到三天。",
+    "zh/phone.md": "# 手机\n\n手机电量低于百分之二十时，系统会提示你充电。",
+}
+
+
+@pytest.fixture(scope="module")
+def mixed_workspace(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Workspace]:
+    docs = tmp_path_factory.mktemp("mixed")
+    (docs / "citeline.toml").write_text('[embedding]\nmodel = "multilingual-e5-small"\n')
+    for name, text in {**ENGLISH_PAGES, **CHINESE_PAGES}.items():
+        (docs / name).parent.mkdir(exist_ok=True)
+        (docs / name).write_text(text, encoding="utf-8")
+    settings, _ = load_settings(docs)
+    assert settings.retrieval.language_neutral  # e5's default
+    ws = open_workspace(docs, settings)
+    ws.update()
+    yield ws
+    ws.close()
+
+
+def _rank(hits: list[Hit], path: str) -> int:
+    return paths(hits).index(path) + 1 if path in paths(hits) else 99
+
+
+def test_questions_across_languages_rank_the_other_languages_page_by_meaning(
+    mixed_workspace: Workspace,
+) -> None:
+    retriever = mixed_workspace.retriever
+    asks = {
+        "How long is the Yangtze river?": "zh/river.md",
+        "What do giant pandas eat?": "zh/panda.md",
+        "面包烤之前要发酵多久？": "en/bread.md",
+        "月球绕地球一圈要多少天？": "en/moon.md",
+    }
+    neutral = {q: retriever.search(q, k=16, mode="dense") for q in asks}
+    settings = retriever.settings
+    retriever.settings = replace(settings, language_neutral=False)
+    try:
+        plain = {q: retriever.search(q, k=16, mode="dense") for q in asks}
+    finally:
+        retriever.settings = settings
+    for question, page in asks.items():
+        assert _rank(neutral[question], page) == 1, question
+        assert _rank(neutral[question], page) <= _rank(plain[question], page)
+    # the ranking changed; the scores did not: each hit keeps the query's own cosine
+    question = "How long is the Yangtze river?"
+    vector = retriever.query_vector(question)
+    cosines = mixed_workspace.index.similarity(vector, [h.chunk_id for h in neutral[question]])
+    for hit in neutral[question]:
+        assert hit.dense == pytest.approx(settings.calibrated(cosines[hit.chunk_id]), abs=1e-6)
+    # a question in the page's own language still finds it first
+    assert paths(retriever.search("长江有多长？", k=3))[0] == "zh/river.md"
+
+
+def test_a_folder_of_one_kind_of_text_has_no_language_direction(workspace: Workspace) -> None:
+    # the MiniLM fixture's corpus: English pages and one Chinese page (fewer than a mean)
+    assert workspace.retriever.language_direction() is None

@@ -59,6 +59,7 @@ from citeline.core.index import (
     Vector,
     reconcile_identity,
 )
+from citeline.core.scripts import CJK_RUN, is_cjk
 from citeline.core.vectors import VectorIndex, VectorIndexType
 
 log = logging.getLogger(__name__)
@@ -67,6 +68,11 @@ STORE_FILE = "index.sqlite3"
 VECTORS_FILE = "vectors.faiss"
 KEYWORDS_FILE = "keywords.postings"
 LOCK_FILE = "lock"
+#: ``script_means``: chunks sampled, and the change in the number of chunks that
+#: takes them again (the means of a language's text move slowly with a folder).
+SCRIPT_SAMPLE = 4096
+SCRIPT_MEANS_DRIFT = 0.1
+SCRIPT_MIN_CHUNKS = 8  # of a kind in the sample, for its mean
 
 
 class IndexFolderRefused(BackendError):
@@ -140,6 +146,8 @@ class EmbeddedIndex:
         self._loaded_generation = self.store.generation
         self._between: Callable[[], None] | None = None  # inside writing(): its between
         self._unsaved = 0  # chunks added to the mirrors since they were last saved
+
+        self._script_means: tuple[int, dict[bool, FloatMatrix]] | None = None
 
     @property
     def identity(self) -> IndexIdentity:
@@ -342,6 +350,32 @@ class EmbeddedIndex:
 
     def document_frequencies(self, terms: Sequence[str]) -> tuple[int, dict[str, int]]:
         return self.keywords.document_frequencies(terms)
+
+    def script_means(self) -> dict[bool, FloatMatrix]:
+        """From up to :data:`SCRIPT_SAMPLE` chunks; kept until the number of chunks
+        moves by more than :data:`SCRIPT_MEANS_DRIFT` of the one they were taken at."""
+        chunks = len(self.keywords)
+        kept = self._script_means
+        if kept is not None and abs(chunks - kept[0]) <= SCRIPT_MEANS_DRIFT * max(kept[0], 1):
+            return kept[1]
+        sums: dict[bool, FloatMatrix] = {}
+        counts: dict[bool, int] = {}
+        for text, vector in self.store.sample_chunk_vectors(
+            self._identity.dimension, SCRIPT_SAMPLE
+        ):
+            cjk = CJK_RUN.search(text) is not None and is_cjk(text)
+            if cjk in sums:
+                sums[cjk] += vector
+            else:
+                sums[cjk] = vector.astype(np.float32, copy=True)
+            counts[cjk] = counts.get(cjk, 0) + 1
+        means = {
+            cjk: total / np.float32(counts[cjk])
+            for cjk, total in sums.items()
+            if counts[cjk] >= SCRIPT_MIN_CHUNKS
+        }
+        self._script_means = (chunks, means)
+        return means
 
     # -- writing ----------------------------------------------------------------------
 

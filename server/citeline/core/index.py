@@ -198,6 +198,17 @@ class IndexReader(Protocol):
         """(number of chunks, {term: chunks holding it}): BM25's IDF inputs."""
         ...
 
+    def script_means(self) -> dict[bool, FloatMatrix]:
+        """The mean vector of the chunks whose text is Chinese, Japanese or Korean
+        (key True, the rule of ``scripts.is_cjk``) and of the others (False), a key
+        only for a kind the index holds enough of for a mean (a few chunks of a
+        sample); ``{}`` when the backend does not say.  A
+        backend may estimate them from a sample and keep them while the number of
+        chunks stays near the one they were computed at (a folder's language mix
+        moves slowly): retrieval removes the language direction they span from a
+        query (``RetrievalSettings.language_neutral``)."""
+        ...
+
 
 class IndexRecords(Protocol):
     """What the index records of each file and of itself: what ingest plans from and

@@ -65,6 +65,13 @@ class RetrievalSettings:
     #: whose unrelated texts already reach a high cosine (multilingual-e5-small:
     #: about 0.8) is put on the scale the evidence thresholds were fitted on.
     dense_floor: float = 0.0
+    #: Rank dense hits with the query's component along the folder's language
+    #: direction (the mean CJK chunk minus the mean other chunk) removed: a
+    #: multilingual model ranks passages in the question's own language above the
+    #: other language's answer; without that component, across languages ranks by
+    #: meaning (a folder with one kind of text has no direction: nothing changes).
+    #: Hits keep the cosine of the query as embedded.
+    language_neutral: bool = False
 
     def calibrated(self, cosine: float) -> float:
         """A cosine on the scale hits report (the identity when ``dense_floor`` is 0)."""
@@ -121,9 +128,26 @@ class Retriever:
     # -- the two methods ---------------------------------------------------------
 
     def dense(self, query: str, k: int) -> tuple[np.ndarray, list[tuple[int, float]]]:
-        """The query vector and (chunk id, cosine) for the k nearest chunks."""
+        """The query vector and (chunk id, cosine) for the k nearest chunks (with
+        ``language_neutral``, nearest once the language direction is removed)."""
         vector = self.query_vector(query)
-        return vector, self.index.dense_search(vector, k)
+        direction = self.language_direction() if self.settings.language_neutral else None
+        if direction is None:
+            return vector, self.index.dense_search(vector, k)
+        neutral = vector - np.float32(vector @ direction) * direction
+        ranked = [cid for cid, _ in self.index.dense_search(neutral, k)]
+        cosines = self.index.similarity(vector, ranked)
+        return vector, [(cid, cosines[cid]) for cid in ranked if cid in cosines]
+
+    def language_direction(self) -> np.ndarray | None:
+        """The unit vector from the index's mean other chunk to its mean CJK chunk, or
+        None when it does not hold both kinds."""
+        means = self.index.script_means()
+        if True not in means or False not in means:
+            return None
+        direction = (means[True] - means[False]).astype(np.float32)
+        norm = float(np.linalg.norm(direction))
+        return direction / np.float32(norm) if norm > 1e-6 else None
 
     def query_vector(self, query: str) -> np.ndarray:
         """The query's embedding, embedded once while it is among the last

@@ -567,6 +567,10 @@ class PostgresIndex:
 
         return self._run(search)
 
+    def script_means(self) -> dict[bool, FloatMatrix]:
+        """Not computed for a team collection: its searches keep the query as embedded."""
+        return {}
+
     def similarity(self, query: FloatMatrix, ids: Sequence[int]) -> dict[int, float]:
         wanted = [int(i) for i in ids]
         if not wanted:

@@ -574,6 +574,22 @@ class SqliteStore:
             )
             yield ids, vecs
 
+    def sample_chunk_vectors(
+        self, dimension: int, limit: int
+    ) -> Iterator[tuple[str, npt.NDArray[np.float32]]]:
+        """(text, vector) of about ``limit`` chunks spread over the index (every n-th
+        chunk id), for statistics of the whole folder at a bounded cost."""
+        chunks = int(self._db.execute("SELECT count(*) FROM chunks").fetchone()[0])
+        step = max(1, -(-chunks // max(limit, 1)))
+        cursor = self._db.execute(
+            "SELECT chunks.text, vectors.vector FROM chunks"
+            " JOIN vectors ON vectors.key = chunks.vector_key"
+            " WHERE chunks.id % ? = 0",
+            (step,),
+        )
+        for text, blob in cursor:
+            yield str(text), np.frombuffer(blob, dtype=np.float32, count=dimension)
+
     def prune_vectors(
         self, older_than_seconds: float = 7 * 24 * 3600, every_seconds: float = 3600
     ) -> int:
