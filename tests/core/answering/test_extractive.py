@@ -5,15 +5,9 @@ from __future__ import annotations
 import dataclasses
 
 from citeline.core import keywords
-from citeline.core.answering.extractive import (
-    MAX_UNITS,
-    adds_to,
-    compose,
-    joins_from_another_block,
-    renumber,
-    select,
-)
+from citeline.core.answering.extractive import MAX_UNITS, compose, renumber, select
 from citeline.core.answering.fitted import ENGLISH
+from citeline.core.answering.other_blocks import adds_to, joins_from_another_block
 from citeline.core.answering.results import Evidence
 from citeline.core.answering.scoring import Scored, ScoredUnit
 from citeline.core.answering.units import split_units
