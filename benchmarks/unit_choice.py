@@ -20,12 +20,14 @@ import json
 import pickle
 import statistics
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from citeline.app import ModelPool, open_workspace
 from citeline.core.answering import extractive, flow
+from citeline.core.answering.fitted import ENGLISH
 from citeline.core.answering.scoring import Scored
 from citeline.core.answering.settings import EXTRACTIVE
 from citeline.evaluation import datasets
@@ -88,10 +90,14 @@ def measure(rows: list[Row], select: Select) -> dict[str, float]:
     with_answers = [r for r in answerable if r.answers]
     contains = cited = 0
     chars: list[int] = []
+    seconds: list[float] = []
     for r in answerable:
         if r.scored is None:
             continue
-        extract, _ = extractive.renumber(select(r.scored))
+        start = time.perf_counter()
+        chosen = select(r.scored)
+        seconds.append(time.perf_counter() - start)
+        extract, _ = extractive.renumber(chosen)
         text = extractive.compose(extract)
         chars.append(len(text))
         paths = {s.evidence.hit.chunk.path for s in extract.units}
@@ -102,12 +108,23 @@ def measure(rows: list[Row], select: Select) -> dict[str, float]:
         "cited": round(cited / max(len(answerable), 1), 3),
         "mean_chars": round(statistics.fmean(chars), 1) if chars else 0.0,
         "answerable": len(answerable),
+        "select_ms_p50": round(1000 * statistics.median(seconds), 2) if seconds else 0.0,
+        "select_ms_p95": round(1000 * _p95(seconds), 2) if seconds else 0.0,
     }
 
 
+def _p95(values: list[float]) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(0.95 * len(ordered)))]
+
+
 def _with(other_blocks_add: bool, **kwargs: float) -> Select:
+    """``extractive.select`` with the other-block rule on or off for the questions
+    whose models ship it (English: ``fitted.ENGLISH``), at these settings."""
+
     def select(scored: Scored) -> extractive.Extract:
-        models = dataclasses.replace(scored.models, other_blocks_add=other_blocks_add)
+        english = scored.models.lexical == ENGLISH.lexical
+        models = dataclasses.replace(scored.models, other_blocks_add=other_blocks_add and english)
         return extractive.select(dataclasses.replace(scored, models=models), **kwargs)
 
     return select
@@ -156,6 +173,7 @@ def main() -> None:
         print(
             f"{name:40} contains {figures['contains']:.3f}  cited {figures['cited']:.3f}"
             f"  chars {figures['mean_chars']:.0f}  (n={figures['answerable']})"
+            f"  select p50/p95 {figures['select_ms_p50']:.2f}/{figures['select_ms_p95']:.2f} ms"
         )
 
 
