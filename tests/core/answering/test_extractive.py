@@ -7,7 +7,6 @@ import dataclasses
 from citeline.core import keywords
 from citeline.core.answering.extractive import MAX_UNITS, compose, renumber, select
 from citeline.core.answering.fitted import ENGLISH
-from citeline.core.answering.other_blocks import adds_to, joins_from_another_block
 from citeline.core.answering.results import Evidence
 from citeline.core.answering.scoring import Scored, ScoredUnit
 from citeline.core.answering.units import split_units
@@ -156,17 +155,6 @@ def test_another_block_joins_when_near_the_best_in_the_same_section_or_adding_a_
     logits = {INDEX: 0.0, "Set path in the index table.": -1.0}
     titled = select(scored(index + moved, logits, 0.2, False, question, True))
     assert texts(titled.units) == [INDEX, "Set path in the index table."]
-
-
-def test_what_another_block_adds_is_the_question_information_the_chosen_lack() -> None:
-    weights = {t: 1.0 for t in keywords.query_terms("where is the index stored, how large a PDF")}
-    index = block(1, INDEX)[0]
-    pdf = block(2, "A PDF may be as large as 20 MB.")[0]
-    # question words (where, how) are no information; index, store, larg, pdf are
-    assert adds_to(pdf, [index], weights) == 0.5  # pdf, larg of index, store, larg, pdf
-    assert adds_to(index, [index], weights) == 0.0
-    assert joins_from_another_block(pdf, [], 0.9, {})  # the first unit always joins
-    assert not joins_from_another_block(block(3, HOVER)[0], [index], 0.9, weights)
 
 
 def test_blocks_are_numbered_in_the_order_the_answer_cites_them() -> None:
