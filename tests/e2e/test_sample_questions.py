@@ -99,3 +99,17 @@ async def test_an_off_topic_question_is_refused_with_its_label(client: CitelineC
     )
     assert (answer["grade"], answer["refused"], answer["citations"]) == ("refused", True, [])
     assert answer["grade_label"] == LABELS["en"]["refused"]
+
+
+async def test_a_question_the_first_section_answers_whole_cites_only_that_section(
+    client: CitelineClient,
+) -> None:
+    # The Hover and content-addressed sections score fairly on its words, but they
+    # add nothing the index section lacks (extractive.joins_from_another_block).
+    answer = await asyncio.wait_for(
+        request(client, "citeline/ask", {"question": "Where does Citeline store its index?"}),
+        ASK_TIMEOUT,
+    )
+    cited = {(c["path"], c["section"].split(" > ")[-1]) for c in answer["citations"]}
+    assert cited == {("getting-started.md", "Where the index lives")}, answer["answer"]
+    assert ".citeline/" in answer["answer"]

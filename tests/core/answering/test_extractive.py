@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 
+from citeline.core import keywords
 from citeline.core.answering.extractive import MAX_UNITS, compose, renumber, select
 from citeline.core.answering.fitted import ENGLISH
 from citeline.core.answering.results import Evidence
@@ -12,8 +13,10 @@ from citeline.core.answering.units import split_units
 from citeline.core.documents import Chunk, Hit
 
 
-def block(n: int, text: str) -> list[ScoredUnit]:
-    chunk = Chunk(f"{n}.md", "Doc", ("Doc",), text, 1, 9, None, 0)
+def block(
+    n: int, text: str, path: str = "", heading: tuple[str, ...] = ("Doc",)
+) -> list[ScoredUnit]:
+    chunk = Chunk(path or f"{n}.md", "Doc", heading, text, 1, 9, None, 0)
     e = Evidence(n, Hit(n, n, 0.9, chunk))
     return [ScoredUnit(u, e, (), -5.0) for u in split_units(text)]
 
@@ -23,6 +26,8 @@ def scored(
     logits: dict[str, float],
     relative: float = 0.5,
     opening_brings_next: bool = False,
+    question: str = "",
+    other_blocks_add: bool = False,
 ) -> Scored:
     """The units with the given log-odds (by text; others stay low), best first."""
     ranked = sorted(
@@ -30,9 +35,13 @@ def scored(
         key=lambda u: -u.logit,
     )
     models = dataclasses.replace(
-        ENGLISH, relative=relative, opening_brings_next=opening_brings_next
+        ENGLISH,
+        relative=relative,
+        opening_brings_next=opening_brings_next,
+        other_blocks_add=other_blocks_add,
     )
-    return Scored(ranked, 0.9, (), models)
+    terms = {t: 1.0 for t in keywords.query_terms(question)}
+    return Scored(ranked, 0.9, (), models, terms=terms)
 
 
 def texts(units: list[ScoredUnit]) -> list[str]:
@@ -98,6 +107,54 @@ def test_a_sentence_opening_its_passage_brings_the_next_unit() -> None:
     assert texts(select(scored(units, {opener: 2.0})).units) == [opener]  # CJK: not
     later = select(scored(units, {"Run snapshots: it fails if not.": 2.0}, 0.5, True))
     assert texts(later.units) == ["Run snapshots: it fails if not."]
+
+
+INDEX = "The index is stored in a folder named .citeline inside the documents folder."
+HOVER = "Hovering shows the three best passages, so you can see where a topic is discussed."
+
+
+def test_another_block_that_adds_nothing_the_question_asks_stays_out() -> None:
+    # "Where does Citeline store its index?": the Hover section scores fairly (its
+    # words are near), but the first block already holds everything asked.
+    units = block(1, INDEX, heading=("Where the index lives",)) + block(2, HOVER)
+    logits = {INDEX: 0.0, HOVER: -0.6}  # p 0.50 and 0.35: 0.71 of the best
+    question = "Where does Citeline store its index?"
+    result = select(scored(units, logits, 0.2, question=question, other_blocks_add=True))
+    assert texts(result.units) == [INDEX]
+    # without the rule (CJK, or before it) the relative cut alone lets it in
+    assert texts(select(scored(units, logits, 0.2, question=question)).units) == [INDEX, HOVER]
+
+
+def test_another_block_joins_when_near_the_best_in_the_same_section_or_adding_a_part() -> None:
+    question = "Where does Citeline store its index?"
+    hover = block(2, HOVER)
+    index = block(1, INDEX, heading=("Where the index lives",))
+    near = select(scored(index + hover, {INDEX: 0.0, HOVER: -0.1}, 0.2, False, question, True))
+    assert texts(near.units) == [INDEX, HOVER]  # 0.95 of the best
+    # the same file and section, cut into two passages
+    rest = block(3, "Its main file is index.sqlite3.", "1.md", ("Where the index lives",))
+    logits = {INDEX: 0.0, "Its main file is index.sqlite3.": -2.0}
+    same = select(scored(index + rest, logits, 0.2, False, question, True))
+    assert texts(same.units) == [INDEX, "Its main file is index.sqlite3."]
+    # a two-part question: the other block holds the part the first lacks
+    two = "Where is the index stored, and how large can a PDF be?"
+    pdf = block(4, "A PDF file may be at most 20 MB.")
+    both = select(
+        scored(
+            index + pdf,
+            {INDEX: 0.0, "A PDF file may be at most 20 MB.": -1.0},
+            0.2,
+            False,
+            two,
+            True,
+        )
+    )
+    assert texts(both.units) == [INDEX, "A PDF file may be at most 20 MB."]
+    # a section whose heading names what is asked about
+    moved = block(5, "Set path in the index table.", heading=("Moving the index store",))
+    logits = {INDEX: 0.0, "Set path in the index table.": -1.0}
+    titled = select(scored(index + moved, logits, 0.2, False, question, True))
+    assert texts(titled.units) == [INDEX, "Set path in the index table."]
 
 
 def test_blocks_are_numbered_in_the_order_the_answer_cites_them() -> None:

@@ -11,6 +11,12 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from citeline.core.answering.other_blocks import (
+    HEADING_JOINS,
+    NEAR_BEST,
+    NEW_INFORMATION,
+    joins_from_another_block,
+)
 from citeline.core.answering.results import Evidence
 from citeline.core.answering.scoring import Scored, ScoredUnit
 from citeline.core.answering.units import is_fragment
@@ -75,7 +81,14 @@ _TERM_MAX_CHARS = 80
 _VALUE_MAX_CHARS = 160
 
 
-def select(result: Scored, max_units: int = MAX_UNITS) -> Extract:
+def select(
+    result: Scored,
+    max_units: int = MAX_UNITS,
+    *,
+    new_information: float = NEW_INFORMATION,
+    near_best: float = NEAR_BEST,
+    heading_joins: float = HEADING_JOINS,
+) -> Extract:
     """The best units (1 to ``max_units``), with the units they lean on.
 
     Units after the first must reach the ``relative`` share of its probability
@@ -89,7 +102,8 @@ def select(result: Scored, max_units: int = MAX_UNITS) -> Extract:
     option's name) brings the term; a short sentence after it that states a
     default comes along; with ``opening_brings_next`` (English), a sentence that
     opens its passage (a section's first words often set the question up, and
-    the next give the answer) brings the unit after it.
+    the next give the answer) brings the unit after it.  With ``other_blocks_add``
+    (English), a unit of a block not cited yet must pass ``joins_from_another_block``.
     """
     scored = result.units
     if not scored:
@@ -114,6 +128,16 @@ def select(result: Scored, max_units: int = MAX_UNITS) -> Extract:
             break
         if candidate in chosen or any(
             _redundant(candidate.unit.text, c.unit.text, REDUNDANCY) for c in chosen
+        ):
+            continue
+        if result.models.other_blocks_add and not joins_from_another_block(
+            candidate,
+            chosen,
+            best,
+            result.terms,
+            new_information=new_information,
+            near_best=near_best,
+            heading_joins=heading_joins,
         ):
             continue
         picked += 1

@@ -82,6 +82,7 @@ class Models:
     relative: float = 0.2
     opening_brings_next: bool = False
     floor: float = 0.0
+    other_blocks_add: bool = False  # ``extractive.joins_from_another_block``
 
 
 # Fitted by benchmarks/tune_answers.py on the tuning splits (docs/quality.md): English
@@ -134,6 +135,7 @@ ENGLISH = Models(
     threshold=0.5,
     relative=0.2,
     opening_brings_next=True,
+    other_blocks_add=True,
 )
 CJK = Models(
     lexical=Weights(

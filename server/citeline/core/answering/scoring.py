@@ -15,7 +15,7 @@ models are fitted on the tuning splits by ``benchmarks/tune_answers.py``
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import numpy.typing as npt
@@ -79,6 +79,8 @@ class Scored:
     question_features: tuple[float, ...]
     models: Models
     parts: int = 1  # how many questions it asks (``features.question_parts``)
+    # The question's keyword terms and their IDF in the index (for the selection).
+    terms: dict[str, float] = field(default_factory=dict)
 
     @property
     def answered(self) -> bool:
@@ -255,7 +257,16 @@ class UnitScorer:
             else 0
         )
         q = question_features(question, units, self.term_weights, evidence, unknown, jargon)
-        return Scored(units, models.answerable.probability(q), q, models, question_parts(question))
+        q_terms = keywords.query_terms(question)
+        idf = self.term_weights(q_terms) if q_terms else {}
+        return Scored(
+            units,
+            models.answerable.probability(q),
+            q,
+            models,
+            question_parts(question),
+            {t: idf.get(t, 1.0) for t in q_terms},
+        )
 
 
 def question_features(

@@ -1,0 +1,181 @@
+"""Unit choice, replayed: how the selection rules change the answers of a question set.
+
+Every question is asked once through the whole flow (extractive); the scored
+units it reached (``scoring.Scored``: the units, best first, their probabilities,
+the grade) are recorded.  The grade, refusals and the units' scores do not depend
+on the selection, so each selection variant is then replayed on the recorded
+units, and its answers measured as ``citeline eval questions`` measures them:
+answerable questions whose answer contains a key fact, that cite an expected
+source, and the mean answer length.  Use tuning splits only.
+
+    .venv/bin/python benchmarks/unit_choice.py eval/everyday/questions-tune.jsonl \\
+        --docs eval/everyday/docs [--json] [--cache /tmp/rows.pkl]
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import pickle
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from citeline.app import ModelPool, open_workspace
+from citeline.core.answering import extractive, flow
+from citeline.core.answering.fitted import ENGLISH
+from citeline.core.answering.scoring import Scored
+from citeline.core.answering.settings import EXTRACTIVE
+from citeline.evaluation import datasets
+from citeline.evaluation.answers import contains_reference
+from citeline.settings import load_settings
+
+Select = Callable[[Scored], extractive.Extract]
+
+
+@dataclasses.dataclass
+class Row:
+    question: str
+    relevant: set[str]
+    answers: tuple[str, ...]
+    scored: Scored | None  # None: refused before the units were scored
+    doc_ids: dict[str, str]  # chunk path -> the question set's document id
+
+
+def record(questions: Path, docs: Path) -> list[Row]:
+    evalset = datasets.load_questions(questions)
+    settings, _ = load_settings(docs)
+    workspace = open_workspace(docs, settings, ModelPool())
+    workspace.update()
+    workspace.settings = dataclasses.replace(
+        settings,
+        answer=dataclasses.replace(settings.answer, mode=EXTRACTIVE),
+        records=dataclasses.replace(settings.records, asks=False),
+    )
+    seen: list[Scored] = []
+    real = flow.select
+
+    def spy(scored: Scored, *args: Any, **kwargs: Any) -> extractive.Extract:
+        seen.append(scored)
+        return real(scored, *args, **kwargs)
+
+    flow.select = spy  # type: ignore[assignment]
+    rows: list[Row] = []
+    try:
+        for query in evalset.queries:
+            seen.clear()
+            workspace.ask(query.text)
+            scored = seen[0] if seen else None
+            paths = {s.evidence.hit.chunk.path for s in scored.units} if scored else set()
+            rows.append(
+                Row(
+                    query.text,
+                    set(query.relevant),
+                    tuple(query.answers),
+                    scored,
+                    {p: evalset.doc_id(p) for p in paths},
+                )
+            )
+    finally:
+        flow.select = real  # type: ignore[assignment]
+    return rows
+
+
+def measure(rows: list[Row], select: Select) -> dict[str, float]:
+    answerable = [r for r in rows if r.relevant]
+    with_answers = [r for r in answerable if r.answers]
+    contains = cited = 0
+    chars: list[int] = []
+    seconds: list[float] = []
+    for r in answerable:
+        if r.scored is None:
+            continue
+        start = time.perf_counter()
+        chosen = select(r.scored)
+        seconds.append(time.perf_counter() - start)
+        extract, _ = extractive.renumber(chosen)
+        text = extractive.compose(extract)
+        chars.append(len(text))
+        paths = {s.evidence.hit.chunk.path for s in extract.units}
+        cited += any(r.doc_ids[p] in r.relevant for p in paths)
+        contains += bool(r.answers) and contains_reference(text, r.answers)
+    return {
+        "contains": round(contains / max(len(with_answers), 1), 3),
+        "cited": round(cited / max(len(answerable), 1), 3),
+        "mean_chars": round(statistics.fmean(chars), 1) if chars else 0.0,
+        "answerable": len(answerable),
+        "select_ms_p50": round(1000 * statistics.median(seconds), 2) if seconds else 0.0,
+        "select_ms_p95": round(1000 * _p95(seconds), 2) if seconds else 0.0,
+    }
+
+
+def _p95(values: list[float]) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(0.95 * len(ordered)))]
+
+
+def _with(other_blocks_add: bool, **kwargs: float) -> Select:
+    """``extractive.select`` with the other-block rule on or off for the questions
+    whose models ship it (English: ``fitted.ENGLISH``), at these settings."""
+
+    def select(scored: Scored) -> extractive.Extract:
+        english = scored.models.lexical == ENGLISH.lexical
+        models = dataclasses.replace(scored.models, other_blocks_add=other_blocks_add and english)
+        return extractive.select(dataclasses.replace(scored, models=models), **kwargs)
+
+    return select
+
+
+def variants() -> dict[str, Select]:
+    """The selection variants compared: without the other-block rule, then with it
+    at several settings (the shipped ones marked)."""
+    out: dict[str, Select] = {"no other-block rule": _with(False)}
+    for joins in (0.0, 0.2, 1.0):  # 1.0: a heading alone never lets a block in
+        for near in (0.6, 0.8, 1.01):  # 1.01: nor does a score near the best
+            for new in (0.1, 0.2):
+                setting = (near, new, joins)
+                shipped = setting == (
+                    extractive.NEAR_BEST,
+                    extractive.NEW_INFORMATION,
+                    extractive.HEADING_JOINS,
+                )
+                name = f"heading {joins} near {near} new {new}"
+                out[name + " (shipped)" * shipped] = _with(
+                    True, near_best=near, new_information=new, heading_joins=joins
+                )
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("questions")
+    parser.add_argument("--docs", required=True)
+    parser.add_argument("--cache", help="pickle of the recorded rows (made when absent)")
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+    cache = Path(args.cache) if args.cache else None
+    if cache is not None and cache.exists():
+        rows = pickle.loads(cache.read_bytes())
+    else:
+        rows = record(Path(args.questions), Path(args.docs))
+        if cache is not None:
+            cache.write_bytes(pickle.dumps(rows))
+    results = {name: measure(rows, select) for name, select in variants().items()}
+    if args.json:
+        json.dump(results, sys.stdout, indent=2)
+        sys.stdout.write("\n")
+        return
+    for name, figures in results.items():
+        print(
+            f"{name:40} contains {figures['contains']:.3f}  cited {figures['cited']:.3f}"
+            f"  chars {figures['mean_chars']:.0f}  (n={figures['answerable']})"
+            f"  select p50/p95 {figures['select_ms_p50']:.2f}/{figures['select_ms_p95']:.2f} ms"
+        )
+
+
+if __name__ == "__main__":
+    main()
