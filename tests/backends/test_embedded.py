@@ -16,7 +16,7 @@ from citeline.backends.faiss import FaissVectorIndex
 from citeline.backends.sqlite.store import rebuild_marker
 from citeline.core.chunking import ChunkSettings
 from citeline.core.documents import Chunk
-from citeline.core.index import IndexIdentity, NewChunk
+from citeline.core.index import FileUpdate, IndexIdentity, NewChunk
 from updates import file_update
 
 IDENTITY = IndexIdentity("model-a", "a.gguf", 3, ChunkSettings())
@@ -295,6 +295,7 @@ def test_a_long_batch_saves_its_mirrors_as_it_goes(
     other = EmbeddedIndex(tmp_path, IDENTITY, FaissVectorIndex)
     assert len(other.vectors) == 7 and len(other.keywords) == 7
     other.close()
+
 
 def _add_text(index: EmbeddedIndex, path: str, text: str, vector: np.ndarray) -> None:
     key = f"key-{path}"

@@ -11,7 +11,7 @@ from citeline.backends.sqlite import store as store_module
 from citeline.backends.sqlite.store import SqliteStore, StoreDamaged, StoreError, rebuild_marker
 from citeline.core.documents import Chunk
 from citeline.core.errors import DiskFull
-from citeline.core.index import IndexCounts, NewChunk
+from citeline.core.index import FileUpdate, IndexCounts, NewChunk
 from updates import file_update
 
 
