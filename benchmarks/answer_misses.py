@@ -19,19 +19,16 @@ expected source, and unanswerable ones graded ``answer``.  Use tuning splits onl
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import sys
 from collections import Counter
 from pathlib import Path
 
-from citeline.app import ModelPool, open_workspace
 from citeline.core.answering.results import ANSWER, CLOSEST, Answer
-from citeline.core.answering.settings import EXTRACTIVE
 from citeline.core.answering.units import split_units
 from citeline.evaluation import datasets
 from citeline.evaluation.answers import contains_reference
-from citeline.settings import load_settings
+from common import extractive_workspace
 
 
 def classify(answer: Answer, answers: tuple[str, ...]) -> str:
@@ -64,14 +61,7 @@ def main() -> None:
 
     evalset = datasets.load_questions(Path(args.questions))
     docs = Path(args.docs)
-    settings, _ = load_settings(docs)
-    workspace = open_workspace(docs, settings, ModelPool())
-    workspace.update()
-    workspace.settings = dataclasses.replace(
-        settings,
-        answer=dataclasses.replace(settings.answer, mode=EXTRACTIVE),
-        records=dataclasses.replace(settings.records, asks=False),
-    )
+    workspace = extractive_workspace(docs)
     classes: Counter[str] = Counter()
     closest = uncited = unanswerable = unanswerable_answer = 0
     for query in evalset.queries:

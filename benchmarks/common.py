@@ -9,6 +9,10 @@ import resource
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from citeline.service.workspace import Workspace
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED_SCIFACT = REPO.parent / "shared" / "eval" / "scifact" / "corpus.jsonl"
@@ -90,3 +94,23 @@ def synthetic_terms(pieces: list[str], size: int, seed: int = 1) -> Iterator[str
 def load_average() -> list[float]:
     """The 1, 5 and 15 minute load averages, as `uptime` prints them."""
     return [round(x, 2) for x in os.getloadavg()]
+
+
+def extractive_workspace(docs: Path) -> Workspace:
+    """The folder's workspace, indexed, answering extractively with the ask log off:
+    how the answer benchmarks ask a question set."""
+    import dataclasses
+
+    from citeline.app import ModelPool, open_workspace
+    from citeline.core.answering.settings import EXTRACTIVE
+    from citeline.settings import load_settings
+
+    settings, _ = load_settings(docs)
+    workspace = open_workspace(docs, settings, ModelPool())
+    workspace.update()
+    workspace.settings = dataclasses.replace(
+        settings,
+        answer=dataclasses.replace(settings.answer, mode=EXTRACTIVE),
+        records=dataclasses.replace(settings.records, asks=False),
+    )
+    return workspace

@@ -25,14 +25,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from citeline.app import ModelPool, open_workspace
 from citeline.core.answering import extractive, flow
 from citeline.core.answering.fitted import ENGLISH
 from citeline.core.answering.scoring import Scored
-from citeline.core.answering.settings import EXTRACTIVE
 from citeline.evaluation import datasets
 from citeline.evaluation.answers import contains_reference
-from citeline.settings import load_settings
+from common import extractive_workspace
 
 Select = Callable[[Scored], extractive.Extract]
 
@@ -48,14 +46,7 @@ class Row:
 
 def record(questions: Path, docs: Path) -> list[Row]:
     evalset = datasets.load_questions(questions)
-    settings, _ = load_settings(docs)
-    workspace = open_workspace(docs, settings, ModelPool())
-    workspace.update()
-    workspace.settings = dataclasses.replace(
-        settings,
-        answer=dataclasses.replace(settings.answer, mode=EXTRACTIVE),
-        records=dataclasses.replace(settings.records, asks=False),
-    )
+    workspace = extractive_workspace(docs)
     seen: list[Scored] = []
     real = flow.select
 
