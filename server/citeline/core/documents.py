@@ -84,7 +84,18 @@ def rounded(value: float | None, digits: int = SCORE_DIGITS) -> float | None:
     return None if value is None else round(value, digits)
 
 
-class HitJson(TypedDict):
+class PlaceJson(TypedDict):
+    """Where a passage is, as JSON: the fields a hit and a citation share."""
+
+    path: str
+    title: str | None
+    section: str | None
+    page: int | None
+    start_line: int | None
+    end_line: int | None
+
+
+class HitJson(PlaceJson):
     """A hit as JSON (:meth:`Hit.to_json`): what the command line and MCP print, and
     what the wire's ``Hit`` (``citeline.wire``) locates in its folder."""
 
@@ -93,12 +104,6 @@ class HitJson(TypedDict):
     dense: float | None
     keyword: float | None
     rerank: float | None
-    path: str
-    title: str | None
-    section: str | None
-    page: int | None
-    start_line: int | None
-    end_line: int | None
     text: str
 
 

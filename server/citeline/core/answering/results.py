@@ -4,10 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import TypedDict
 
 from citeline.core.answering.language import message
-from citeline.core.documents import SECONDS_DIGITS, Hit, rounded
+from citeline.core.documents import SECONDS_DIGITS, Hit, PlaceJson, rounded
 
 # The answer's vocabulary, as it goes on the wire (``citeline.wire``, docs/lsp-extensions.md).
 # Each is a ``str``: its JSON is the value.
@@ -54,17 +53,11 @@ class Evidence:
     hit: Hit
 
 
-class CitationJson(TypedDict):
+class CitationJson(PlaceJson):
     """A citation as JSON (:meth:`Citation.to_json`): what the command line and MCP
     print, and what the wire's ``Citation`` (``citeline.wire``) locates."""
 
     n: int
-    path: str
-    title: str | None
-    section: str | None
-    page: int | None
-    start_line: int | None
-    end_line: int | None
     score: float
     cited: bool
 
