@@ -90,3 +90,39 @@ def test_only_pdfs_go_to_the_child(monkeypatch: pytest.MonkeyPatch) -> None:
     doc = isolated_parse(_pdf(1), Path("a.pdf"), "a.pdf", lambda: None)
     assert parsing._SHARED is not None and len(doc.blocks) == 1
     parsing._SHARED.stop()
+
+
+def test_a_big_result_comes_back_in_parts_with_the_callers_work_between(
+    child: ParseChild,
+) -> None:
+    data = _pdf(3 * parsing.BLOCKS_PER_PART + 7)
+    here = parse_document(data, Path("big.pdf"), "big.pdf")
+    parts = -(-len(here.blocks) // parsing.BLOCKS_PER_PART)
+    assert parts >= 4
+    calls: list[int] = []
+    there = child.parse(data, Path("big.pdf"), "big.pdf", lambda: calls.append(1))
+    assert there == here  # the parts joined are the document, in order
+    assert len(calls) >= parts  # once after each part at least, besides the waits
+    # the child stays in step: the next file's answer is its own
+    assert child.parse(_pdf(2), Path("a.pdf"), "a.pdf").blocks[1].heading_path == ("Part 2",)
+
+
+def test_an_error_of_the_callers_work_between_parts_costs_a_new_child() -> None:
+    own = ParseChild()
+    data = _pdf(2 * parsing.BLOCKS_PER_PART + 1)
+    calls: list[int] = []
+
+    def between() -> None:
+        calls.append(1)
+        if len(calls) > 1:
+            raise KeyboardInterrupt
+
+    try:
+        own.parse(_pdf(1), Path("warm.pdf"), "warm.pdf")
+        with pytest.raises(KeyboardInterrupt):
+            own.parse(data, Path("big.pdf"), "big.pdf", between)
+        started = own.started
+        assert own.parse(_pdf(2), Path("a.pdf"), "a.pdf").blocks[1].heading_path == ("Part 2",)
+        assert own.started == started + 1  # the parts left unread went with the old child
+    finally:
+        own.stop()

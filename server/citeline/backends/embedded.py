@@ -447,9 +447,18 @@ class EmbeddedIndex:
             part = update.chunks[start : start + INSERT_SLICE]
             rows.extend(Row.parse(item.terms) for item in part)
         removed, added = self.store.replace_file(update, self._between)
-        self._mirror(removed, added, update.chunk_vectors)
-        for chunk_id, row in zip(added, rows, strict=True):
-            self.keywords.add_row(chunk_id, row)
+        self._mirror(removed, [], None)
+        # The commit is in: the new chunks go into the mirrors a slice at a time, with
+        # searches in between (which may find some of the new chunks, never an old one:
+        # those were removed first, and the store no longer holds them).
+        ids = np.asarray(added, dtype=np.int64)
+        for start in range(0, len(added), INSERT_SLICE):
+            if start and self._between is not None:
+                self._between()
+            end = start + INSERT_SLICE
+            self.vectors.add(ids[start:end], update.chunk_vectors[start:end])
+            for chunk_id, row in zip(added[start:end], rows[start:end], strict=True):
+                self.keywords.add_row(chunk_id, row)
         self._unsaved += len(added)
         if self._unsaved >= SAVE_EVERY_CHUNKS:
             # A long batch (a first index of many files) saves its mirrors as it goes:

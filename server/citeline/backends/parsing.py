@@ -15,14 +15,19 @@ so one big PDF never holds the searches of the rest.  Other formats are parsed b
 Python in the process (a parser's exception there is already one line).
 
 The wire between the two: each message is an 8-byte length and a pickle; requests
-``(bytes, path, rel_path)``, answers ``("ok", SourceDocument)`` or ``("error", message)``.
-The child speaks it on the stdout it was given (its own prints and MuPDF's go to
-stderr) and ends when its stdin closes, so it never outlives its parent.
+``(bytes, path, rel_path)``, answers ``("error", message)`` or ``("ok", SourceDocument
+without its blocks, parts)`` followed by ``parts`` messages of at most
+:data:`BLOCKS_PER_PART` blocks each.  The parent unpickles one part at a time and
+calls ``between`` after each, so a 50,000-page PDF's result (0.4 s to unpickle whole)
+never holds the searches for more than one part's few milliseconds.  The child speaks
+it on the stdout it was given (its own prints and MuPDF's go to stderr) and ends when
+its stdin closes, so it never outlives its parent.
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import logging
 import os
 import pickle
@@ -37,7 +42,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from citeline.core.documents import LoadError, SourceDocument
+from citeline.core.documents import Block, LoadError, SourceDocument
 from citeline.core.loaders import parse_document
 
 log = logging.getLogger(__name__)
@@ -46,7 +51,9 @@ ISOLATED_SUFFIXES = frozenset({".pdf"})  # parsed by native code: in the child
 PARSE_SECONDS = 120.0  # one file's budget (a 50,000-page PDF takes about 30 s)
 PARSE_MEMORY_BYTES = 4 * 1024**3  # the child's address space
 WAIT_STEP = 0.02  # seconds between two calls of ``between`` while the child works
+BLOCKS_PER_PART = 250  # blocks in one message of a parsed document (a few ms to unpickle)
 _HEADER = struct.Struct("!Q")
+NO_MEMORY = "could not be read: the file needs more memory than allowed"
 
 
 class ParseChild:
@@ -59,6 +66,7 @@ class ParseChild:
         self.memory_bytes = memory_bytes
         self._process: subprocess.Popen[bytes] | None = None
         self._lock = threading.Lock()
+        self._unread = bytearray()  # read from the child past the last message
         self.started = 0  # children started (a crash costs a new one)
 
     def parse(
@@ -66,18 +74,42 @@ class ParseChild:
     ) -> SourceDocument:
         """The document in ``data``, parsed in the child; LoadError as the parsers raise
         it, or for a crash or a file over the budget."""
+        wait = between or _nothing
         with self._lock:
             process = self._ensure()
+            # The request (the file's bytes) goes on a thread of its own: a big file
+            # fills the pipe faster than the child reads it, and meanwhile ``wait``
+            # runs here.  If the child dies, the write fails there and the read here.
+            sender = threading.Thread(
+                target=_send_quietly,
+                args=(process, (data, str(path), rel_path)),
+                name="citeline-parse-send",
+                daemon=True,
+            )
+            sender.start()
             try:
-                _send(process, (data, str(path), rel_path))
-                answer = self._receive(process, between or _nothing)
+                kind, value, *rest = self._receive(process, wait)
+                sender.join()  # the child answered: it has read the whole request
+                if kind != "ok" or not isinstance(value, SourceDocument):
+                    raise LoadError(str(value))
+                blocks: list[Block] = []
+                for _ in range(int(rest[0])):
+                    wait()  # the part before was unpickled: searches get in
+                    blocks.extend(self._receive(process, wait))
             except _ChildLost as lost:
                 self.stop()
                 raise LoadError(f"could not be read: {lost.why}") from None
-        kind, value = answer
-        if kind == "ok" and isinstance(value, SourceDocument):
-            return value
-        raise LoadError(str(value))
+            except LoadError:
+                raise
+            except BaseException:  # parts left unread: the next answer would be out of step
+                self.stop()
+                raise
+        return dataclasses.replace(value, blocks=tuple(blocks))
+
+    @property
+    def busy(self) -> bool:
+        """A parse is under way (the caller's ``between`` runs inside it)."""
+        return self._lock.locked()
 
     def _ensure(self) -> subprocess.Popen[bytes]:
         if self._process is not None and self._process.poll() is None:
@@ -89,17 +121,28 @@ class ParseChild:
             )
         except OSError as exc:
             raise LoadError(f"could not be read: the parser could not start ({exc})") from exc
+        self._unread = bytearray()
         self.started += 1
         return self._process
 
     def _receive(self, process: subprocess.Popen[bytes], between: Callable[[], None]) -> Any:
+        """The next message from the child.  A read may take in the start of the
+        message after it (the parts of a document come one after another): what is
+        past this message stays in ``self._unread`` for the next call."""
         assert process.stdout is not None
         fd = process.stdout.fileno()
         deadline = time.monotonic() + self.seconds
-        buffer = bytearray()
-        need = _HEADER.size
-        length: int | None = None
+        buffer = self._unread
         while True:
+            need = _HEADER.size - len(buffer)
+            if need <= 0:
+                (length,) = _HEADER.unpack_from(buffer)
+                end = _HEADER.size + length
+                if len(buffer) >= end:
+                    body = bytes(buffer[_HEADER.size : end])
+                    del buffer[:end]
+                    return pickle.loads(body)
+                need = end - len(buffer)
             left = deadline - time.monotonic()
             if left <= 0:
                 raise _ChildLost(f"the parser took more than {self.seconds:g} s")
@@ -107,16 +150,10 @@ class ParseChild:
             if not ready:
                 between()
                 continue
-            chunk = os.read(fd, max(need - len(buffer), 1 << 16))
+            chunk = os.read(fd, min(max(need, 1 << 16), 1 << 24))
             if not chunk:
                 raise _ChildLost(_death(process))
             buffer += chunk
-            if length is None and len(buffer) >= _HEADER.size:
-                (length,) = _HEADER.unpack_from(buffer)
-                del buffer[: _HEADER.size]
-                need = length
-            if length is not None and len(buffer) >= length:
-                return pickle.loads(bytes(buffer[:length]))
 
     def stop(self) -> None:
         """End the child (the next parse starts another)."""
@@ -153,14 +190,14 @@ def _death(process: subprocess.Popen[bytes]) -> str:
     return f"the PDF parser exited (status {code})"
 
 
-def _send(process: subprocess.Popen[bytes], message: object) -> None:
+def _send_quietly(process: subprocess.Popen[bytes], message: object) -> None:
+    """Write one request; a child that died meanwhile is the reader's to report."""
     assert process.stdin is not None
     body = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
-    try:
-        process.stdin.write(_HEADER.pack(len(body)) + body)
+    with contextlib.suppress(OSError, ValueError):  # a broken pipe, a closed stream
+        process.stdin.write(_HEADER.pack(len(body)))
+        process.stdin.write(body)
         process.stdin.flush()
-    except (BrokenPipeError, OSError):
-        raise _ChildLost(_death(process)) from None
 
 
 def _nothing() -> None:
@@ -222,16 +259,33 @@ def child_main(memory_bytes: int) -> int:
         if body is None:
             return 0
         data, path, rel_path = pickle.loads(body)
-        answer: tuple[str, object]
         try:
-            answer = ("ok", parse_document(data, Path(path), rel_path))
+            document = parse_document(data, Path(path), rel_path)
         except LoadError as exc:
-            answer = ("error", str(exc))
+            _answer(channel, ("error", str(exc)))
+            continue
         except MemoryError:
-            answer = ("error", "could not be read: the file needs more memory than allowed")
-        out = pickle.dumps(answer, protocol=pickle.HIGHEST_PROTOCOL)
-        channel.write(_HEADER.pack(len(out)) + out)
-        channel.flush()
+            _answer(channel, ("error", NO_MEMORY))
+            continue
+        for message in document_messages(document):
+            _answer(channel, message)
+
+
+def document_messages(document: SourceDocument) -> list[object]:
+    """The messages that carry ``document``: its fields and the number of parts, then
+    its blocks, :data:`BLOCKS_PER_PART` to a part."""
+    blocks = document.blocks
+    parts = [
+        blocks[start : start + BLOCKS_PER_PART] for start in range(0, len(blocks), BLOCKS_PER_PART)
+    ]
+    head: object = ("ok", dataclasses.replace(document, blocks=()), len(parts))
+    return [head, *parts]
+
+
+def _answer(channel: BinaryIO, message: object) -> None:
+    out = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
+    channel.write(_HEADER.pack(len(out)) + out)
+    channel.flush()
 
 
 if __name__ == "__main__":

@@ -427,7 +427,7 @@ class SqliteStore:
         index's: the store keeps vectors by key).  Returns (removed ids, added ids).
 
         One transaction, staged so that ``between`` (the daemon's searches) can run
-        every :data:`INSERT_SLICE` chunks while a big file is written: the new chunks
+        every :data:`INSERT_SLICE` vectors and chunks while a big file is written: the new chunks
         are added beside the old ones (which stay readable: the in-memory indexes
         searches use know only them), and only at the end are the old chunks deleted
         and the file's record set, which is short.  Other connections see the old
@@ -451,10 +451,14 @@ class SqliteStore:
                 file_id = int(cursor.lastrowid)
             else:
                 file_id = int(row[0])
-            self._put_vectors(update.new_vectors, now)
+            fresh = list(update.new_vectors.items())
+            for start in range(0, len(fresh), INSERT_SLICE):
+                if start and between is not None:
+                    between()
+                self._put_vectors(dict(fresh[start : start + INSERT_SLICE]), now)
             added: list[int] = []
             for start in range(0, len(chunks), INSERT_SLICE):
-                if start and between is not None:
+                if (start or len(fresh) > INSERT_SLICE) and between is not None:
                     between()
                 for item in chunks[start : start + INSERT_SLICE]:
                     added.append(self._insert_chunk(file_id, item))
