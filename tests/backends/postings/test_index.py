@@ -158,3 +158,23 @@ def test_damaged_files_are_errors_not_wrong_answers(tmp_path: Path) -> None:
     path.write_text("{not json")
     with pytest.raises(ValueError, match="unreadable"):
         PostingsKeywordIndex.load(path)
+
+
+def test_rows_added_between_searches_become_segments_that_rank_as_fts5() -> None:
+    rng = random.Random(3)
+    reference = fts5_index()
+    index = PostingsKeywordIndex()
+    chunk_id = 0
+    for _ in range(2 * backend.DELTA_SEGMENTS + 3):  # a big file taken up in slices
+        for _ in range(7):
+            chunk_id += 1
+            row = " ".join(terms(text(rng)))
+            reference.add(chunk_id, row)
+            index.add(chunk_id, row)
+        assert_same(index, reference)  # a search between slices: the rows so far
+        parts = index._delta_parts()
+        assert 1 <= len(parts) <= backend.DELTA_SEGMENTS  # joined when there are more
+    index.remove([3, 20, chunk_id])  # a removal of an added row: made again whole
+    reference.remove([3, 20, chunk_id])
+    assert_same(index, reference)
+    assert len(index._delta_parts()) == 1

@@ -43,6 +43,7 @@ LOG_SHARE = 0.10
 _FEW = 64  # ids removed one by one below this many
 _BUILD_BATCH = 1 << 20  # postings gathered as Python lists before they become arrays
 
+DELTA_SEGMENTS = 16  # segments of the delta before they are joined into one
 _FORMAT = "citeline-postings/1"
 _ADD = struct.Struct("<cqii")  # b"A", chunk id, length, distinct terms; hashes, tfs
 _REMOVE = struct.Struct("<cI")  # b"R", count; ids (int64)
@@ -50,7 +51,10 @@ _REMOVE = struct.Struct("<cI")  # b"R", count; ids (int64)
 
 @dataclass
 class _Delta:
-    """The rows added since the base, as flat arrays (made when a search needs them)."""
+    """Rows added since the base, as flat arrays (made when a search needs them): one
+    segment of the delta.  Rows added while the delta is in use become a new segment
+    of their own, so a big file taken up a slice at a time, with searches between the
+    slices, costs each search its new slice's rows, not every row again."""
 
     ids: npt.NDArray[np.int64]
     lengths: npt.NDArray[np.float64]
@@ -68,7 +72,8 @@ class PostingsKeywordIndex(segments.Segmented):
         self._dead = np.zeros(0, dtype=bool)  # base rows removed since the base was written
         self._dead_count = 0
         self._added: dict[int, Row] = {}  # rows added since the base
-        self._delta: _Delta | None = None
+        self._delta: list[_Delta] | None = None  # segments (None: made again when needed)
+        self._appended: list[int] = []  # ids added since the segments were made
         self._rows = 0
         self._length = 0  # the live rows' lengths, summed
         self._pending: list[bytes] = []  # log records not yet saved
@@ -121,7 +126,7 @@ class PostingsKeywordIndex(segments.Segmented):
         self._base = base
         self._dead = np.zeros(len(base), dtype=bool)
         self._dead_count = 0
-        self._added, self._delta = {}, None
+        self._added, self._delta, self._appended = {}, None, []
         self._rows = len(base)
         self._length = int(np.sum(base.lengths, dtype=np.int64))
 
@@ -147,7 +152,8 @@ class PostingsKeywordIndex(segments.Segmented):
     def _add(self, chunk_id: int, row: Row) -> None:
         self._remove_one(chunk_id)  # an id is held once
         self._added[chunk_id] = row
-        self._delta = None
+        if self._delta is not None:
+            self._appended.append(chunk_id)
         self._rows += 1
         self._length += row.length
 
@@ -180,7 +186,7 @@ class PostingsKeywordIndex(segments.Segmented):
     def _forget_added(self, chunk_id: int) -> None:
         row = self._added.pop(chunk_id, None)
         if row is not None:
-            self._delta = None
+            self._delta, self._appended = None, []
             self._rows -= 1
             self._length -= row.length
 
@@ -198,64 +204,68 @@ class PostingsKeywordIndex(segments.Segmented):
         if not terms or k <= 0 or not self._rows:
             return []
         average = self._length / self._rows
-        base, delta = self._base, self._delta_arrays()
+        base, parts = self._base, self._delta_parts()
         base_rows: list[npt.NDArray[np.int32]] = []
         base_weights: list[npt.NDArray[np.float64]] = []
-        delta_scores = np.zeros(len(delta.ids), dtype=np.float64)
+        delta_scores = [np.zeros(len(delta.ids), dtype=np.float64) for delta in parts]
         for term in (fold(t) for t in terms):  # a repeated term counts again, as in FTS5
-            rows, tfs, fresh = self._postings(term_hash(term), delta)
-            frequency = len(rows) + len(fresh)
+            rows, tfs, fresh = self._postings(term_hash(term), parts)
+            frequency = len(rows) + sum(len(f) for f in fresh)
             if not frequency:
                 continue
             idf = bm25_idf(self._rows, frequency)
             if len(rows):
                 base_rows.append(rows)
                 base_weights.append(_weights(idf, tfs, base.lengths[rows], average))
-            if len(fresh):
-                weights = _weights(idf, delta.tfs[fresh], delta.lengths[delta.rows[fresh]], average)
-                np.add.at(delta_scores, delta.rows[fresh], weights)
+            for delta, found_here, scores_here in zip(parts, fresh, delta_scores, strict=True):
+                if len(found_here):
+                    at = delta.rows[found_here]
+                    weights = _weights(idf, delta.tfs[found_here], delta.lengths[at], average)
+                    np.add.at(scores_here, at, weights)
         found: list[tuple[int, float]] = []
         if base_rows:
             scores: npt.NDArray[np.float64] = np.bincount(
                 np.concatenate(base_rows), np.concatenate(base_weights), minlength=len(base)
             ).astype(np.float64, copy=False)
             found.extend(_best(scores, base.ids, k))
-        if len(delta.ids):
-            found.extend(_best(delta_scores, delta.ids, k))
+        for delta, scores_here in zip(parts, delta_scores, strict=True):
+            if len(delta.ids):
+                found.extend(_best(scores_here, delta.ids, k))
         found.sort(key=lambda item: (-item[1], item[0]))
         return found[:k]
 
     def document_frequencies(self, terms: Sequence[str]) -> tuple[int, dict[str, int]]:
-        delta = self._delta_arrays()
+        parts = self._delta_parts()
         out: dict[str, int] = {}
         for term in terms:
-            rows, _, fresh = self._postings(term_hash(fold(term)), delta)
-            if len(rows) + len(fresh):
-                out[term] = len(rows) + len(fresh)
+            rows, _, fresh = self._postings(term_hash(fold(term)), parts)
+            count = len(rows) + sum(len(f) for f in fresh)
+            if count:
+                out[term] = count
         return self._rows, out
 
     def _postings(
-        self, term: int, delta: _Delta
-    ) -> tuple[npt.NDArray[np.int32], npt.NDArray[np.uint16], npt.NDArray[np.intp]]:
-        """A term's live base postings (positions, frequencies) and its delta postings."""
+        self, term: int, parts: list[_Delta]
+    ) -> tuple[npt.NDArray[np.int32], npt.NDArray[np.uint16], list[npt.NDArray[np.intp]]]:
+        """A term's live base postings (positions, frequencies) and its postings in
+        each segment of the delta."""
         rows, tfs = self._base.postings(term)
         if self._dead_count and len(rows):
             alive = ~self._dead[rows]
             rows, tfs = rows[alive], tfs[alive]
-        fresh = np.flatnonzero(delta.hashes == np.uint64(term)) if len(delta.hashes) else _NONE
+        wanted = np.uint64(term)
+        fresh = [np.flatnonzero(d.hashes == wanted) if len(d.hashes) else _NONE for d in parts]
         return rows, tfs, fresh
 
-    def _delta_arrays(self) -> _Delta:
+    def _delta_parts(self) -> list[_Delta]:
         if self._delta is None:
-            rows = list(self._added.values())
-            sizes = [len(r.hashes) for r in rows]
-            self._delta = _Delta(
-                ids=np.fromiter(self._added, dtype=np.int64, count=len(rows)),
-                lengths=np.asarray([r.length for r in rows], dtype=np.float64),
-                hashes=np.concatenate([r.hashes for r in rows]) if rows else _NO_HASHES,
-                rows=np.repeat(np.arange(len(rows), dtype=np.int64), sizes),
-                tfs=np.concatenate([r.tfs for r in rows]) if rows else _NO_TFS,
-            )
+            self._delta = [_segment(list(self._added.items()))] if self._added else []
+            self._appended = []
+        elif self._appended:
+            self._delta.append(_segment([(i, self._added[i]) for i in self._appended]))
+            self._appended = []
+            if len(self._delta) > DELTA_SEGMENTS:
+                self._delta = [_joined(self._delta)]
         return self._delta
 
     # -- saving -----------------------------------------------------------------------
@@ -373,3 +383,27 @@ def _best(
         kth = np.partition(scores[matched], len(matched) - k)[len(matched) - k]
         matched = matched[scores[matched] >= kth]
     return [(int(i), float(s)) for i, s in zip(ids[matched], scores[matched], strict=True)]
+
+
+def _segment(items: list[tuple[int, Row]]) -> _Delta:
+    rows = [row for _, row in items]
+    sizes = [len(r.hashes) for r in rows]
+    return _Delta(
+        ids=np.fromiter((i for i, _ in items), dtype=np.int64, count=len(items)),
+        lengths=np.asarray([r.length for r in rows], dtype=np.float64),
+        hashes=np.concatenate([r.hashes for r in rows]) if rows else _NO_HASHES,
+        rows=np.repeat(np.arange(len(rows), dtype=np.int64), sizes),
+        tfs=np.concatenate([r.tfs for r in rows]) if rows else _NO_TFS,
+    )
+
+
+def _joined(parts: list[_Delta]) -> _Delta:
+    """One segment of several: their arrays end to end, each one's rows shifted."""
+    offsets = np.cumsum([0] + [len(d.ids) for d in parts[:-1]])
+    return _Delta(
+        ids=np.concatenate([d.ids for d in parts]),
+        lengths=np.concatenate([d.lengths for d in parts]),
+        hashes=np.concatenate([d.hashes for d in parts]),
+        rows=np.concatenate([d.rows + int(o) for d, o in zip(parts, offsets, strict=True)]),
+        tfs=np.concatenate([d.tfs for d in parts]),
+    )
