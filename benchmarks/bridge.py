@@ -147,12 +147,19 @@ def main() -> None:
     parser.add_argument(
         "--thresholds", type=float, nargs="*", default=[0.5, 0.55, 0.6, 0.65, 0.7, 0.8]
     )
+    parser.add_argument(
+        "--shipped", action="store_true", help="only no bridge and the shipped bridge"
+    )
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     rows, workspace = record(Path(args.questions), Path(args.docs))
     variants: dict[str, tuple[float, bool, bool] | None] = {"no bridge": None}
     # headings first (their words are embedded first), then with the units' words
-    for units, every in ((False, False), (False, True), (True, False), (True, True)):
+    scopes = ((False, False), (False, True), (True, False), (True, True))
+    if args.shipped:
+        scopes = ((bridge_module.UNITS, bridge_module.EVERY),)
+        args.thresholds = [bridge_module.THRESHOLD]
+    for units, every in scopes:
         for t in args.thresholds:
             shipped = (t, units, every) == (
                 bridge_module.THRESHOLD,

@@ -6,6 +6,7 @@ test (``tests/e2e/test_sample_questions.py``)."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import numpy as np
@@ -16,6 +17,7 @@ from citeline.core.answering.bridge import (
     Bridge,
     bridge_for,
     bridged_coverage,
+    bridged_local_weights,
     link,
     words,
 )
@@ -132,3 +134,15 @@ def test_every_links_a_term_the_vocabulary_holds_too() -> None:
     assert link({"type": "types"}, vocabulary, Embedder(), 0.6) == {}
     every = link({"type": "types"}, vocabulary, Embedder(), 0.6, every=True)
     assert set(every["type"]) == {"format"}  # never itself
+
+
+def test_a_bridged_term_is_as_rare_as_the_units_holding_it_or_its_links() -> None:
+    units = [{"fast", "prompt"}, {"prompt"}, {"prompt", "shell"}]
+    plain = bridged_local_weights(["slow", "prompt"], units, {})
+    bridged = bridged_local_weights(["slow", "prompt"], units, {"slow": {"fast": 0.75}})
+    assert plain["slow"] == pytest.approx(math.log(4 / 0.5))  # held by none
+    assert bridged["slow"] == pytest.approx(math.log(4 / 1.5))  # one unit holds "fast"
+    assert bridged["prompt"] == plain["prompt"] == pytest.approx(math.log(4 / 3.5))
+    # the unit saying "fast" now holds most of what "is it slow on every prompt" asks
+    first = bridged_coverage(bridged, units[0], {"slow": {"fast": 0.75}})
+    assert first > bridged_coverage(bridged, units[1], {"slow": {"fast": 0.75}})

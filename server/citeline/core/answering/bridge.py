@@ -18,6 +18,7 @@ holds itself always counts whole.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -26,7 +27,7 @@ import numpy as np
 import numpy.typing as npt
 
 from citeline.core import keywords
-from citeline.core.answering.features import FUNCTION_TERMS, meaning, unit_context
+from citeline.core.answering.features import FUNCTION_TERMS, local_weights, meaning, unit_context
 from citeline.core.answering.results import Evidence
 from citeline.core.answering.units import Unit
 
@@ -120,6 +121,22 @@ def bridged_coverage(weights: Mapping[str, float], present: Iterable[str], links
         if near:
             got += weight * max((c for t, c in near.items() if t in held), default=0.0)
     return got / total
+
+
+def bridged_local_weights(
+    question: Sequence[str], units: Sequence[set[str]], links: Links
+) -> dict[str, float]:
+    """``features.local_weights`` with the bridge: a question term is as rare among the
+    candidate units as the units holding it or a term linked to it are few."""
+    if not links:
+        return local_weights(set(question), units)
+    n = len(units)
+    out: dict[str, float] = {}
+    for term in dict.fromkeys(question):
+        forms = {term, *links.get(term, {})}
+        held = sum(1 for u in units if forms & u)
+        out[term] = math.log((n + 1) / (held + 0.5))
+    return out
 
 
 @dataclass(frozen=True)

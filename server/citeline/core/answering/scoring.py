@@ -21,7 +21,12 @@ import numpy as np
 import numpy.typing as npt
 
 from citeline.core import keywords
-from citeline.core.answering.bridge import Bridge, Links, bridged_coverage
+from citeline.core.answering.bridge import (
+    Bridge,
+    Links,
+    bridged_coverage,
+    bridged_local_weights,
+)
 from citeline.core.answering.features import (
     ASKS_NUMBER,
     LENGTH_NORM,
@@ -197,9 +202,9 @@ class UnitScorer:
         q_chars = content_characters(question) if cjk else set()
         unit_terms = [set(keywords.terms(meaning(u))) for u, _ in pairs]
         unit_chars = [set(u.text) for u, _ in pairs]
-        local_terms = local_weights(set(q_terms), unit_terms)
+        local_terms = bridged_local_weights(q_terms, unit_terms, links)
         local_chars = local_weights(q_chars, unit_chars)
-        local = [coverage(local_terms, terms) for terms in unit_terms]
+        local = [bridged_coverage(local_terms, terms, links) for terms in unit_terms]
         wants_number = bool(ASKS_NUMBER.search(question))
         wants_how = asks_how(question)
         headings = {e.n: keywords.terms(own_heading(e)) for e in evidence}
