@@ -53,6 +53,7 @@ import numpy as np
 from citeline.app import ModelPool, open_workspace
 from citeline.core import keywords
 from citeline.core.answering import extractive, features, fitted, scoring
+from citeline.core.answering.bridge import bridge_for
 from citeline.core.answering.evidence import distinct_evidence, evidence_hits
 from citeline.core.answering.results import Evidence
 from citeline.core.answering.settings import AnswerSettings
@@ -107,7 +108,10 @@ def collect(args: argparse.Namespace) -> list[Row]:
     cosines: dict[tuple[str, str], float] = (
         pickle.loads(cache_path.read_bytes()) if cache_path.exists() else {}
     )
-    scorer = scoring.UnitScorer(workspace.retriever.term_weights)
+    scorer = scoring.UnitScorer(
+        workspace.retriever.term_weights,
+        bridge=bridge_for(settings.embedding.bundled, workspace.unit_vectors),
+    )
     lexical = fitted.ENGLISH.lexical
     answer = settings.answer
     rows: list[Row] = []
@@ -131,7 +135,7 @@ def collect(args: argparse.Namespace) -> list[Row]:
         for variant, removed in variants:
             # every distinct hit, evidence or not: thresholds are swept offline
             evidence = distinct_evidence(variant, answer)
-            units = scorer.features(query.text, evidence, cjk=cjk)
+            units = scorer.features(query.text, evidence, cjk=cjk, bridged=use_dense)
             inputs = [features.embedding_input(u, e) for u, e, _ in units]
             if use_dense:
                 # the units any refit could put in the dense head: the shipped lexical

@@ -303,6 +303,7 @@ def answer(
     extractive answer never loads the generation model.
     """
 
+    from citeline.core.answering.bridge import bridge_for
     from citeline.core.answering.fitted import cjk_models
     from citeline.core.answering.flow import AskContext, ask
     from citeline.core.answering.scoring import UnitScorer
@@ -317,6 +318,7 @@ def answer(
             side.embed_units,
             side.embed_query,
             cjk=cjk_models(settings.embedding.bundled),
+            bridge=bridge_for(settings.embedding.bundled, side.embed_units),
         ),
         generator=generator,
         settings=settings.answer,

@@ -3,7 +3,7 @@ rule's own table is tests/core/test_sentences.py)."""
 
 from __future__ import annotations
 
-from citeline.core.answering.units import split_units
+from citeline.core.answering.units import Unit, is_contents_line, split_units
 
 
 def test_paragraph_lines_are_joined_and_split_into_sentences() -> None:
@@ -101,3 +101,24 @@ def test_units_are_the_sources_words() -> None:
     flat = " ".join(text.split())
     for unit in split_units(text):
         assert unit.text in flat
+
+
+def test_a_table_of_contents_line_is_no_answer_unit() -> None:
+    contents = [
+        "21 6.3 What about ”sid”?",
+        "6.3 What about sid? 21",
+        "Installing from source ........ 12",
+        "Installing from source . . . . . 12",
+    ]
+    for line in contents:
+        assert is_contents_line(Unit(line, "sentence", 0, 0)), line
+    prose = [
+        "Version 6.3 added the option.",
+        "The default is 21.",
+        "See section 6.3 for the details.",
+        "1.5 GB is the limit for one file in 2.3 and later versions.",
+        "Wait... then run it.",
+    ]
+    for line in prose:
+        assert not is_contents_line(Unit(line, "sentence", 0, 0)), line
+    assert not is_contents_line(Unit("21 6.3 What about sid?", "code", 0, 0))

@@ -95,6 +95,16 @@ _DEFINES = re.compile(
 )
 
 
+# Words every question is made of: they ask, they name no part of what is asked.
+FUNCTION_TERMS = frozenset(
+    keywords.query_terms(
+        "why how what where when which who whom whose does do did can could should would "
+        "will may must shall is are was were be been has have had i me my we our you your "
+        "it its they them there here get make use"
+    )
+)
+
+
 _WH_WORD = re.compile(
     r"\b(?:why|how|what|where|when|which|who)\b|为什么|为何|怎么|怎样|如何|哪|什么|多少", re.I
 )

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from citeline.core import keywords
-from citeline.core.answering.features import meaning, own_heading, unit_context
+from citeline.core.answering.features import FUNCTION_TERMS, meaning, own_heading, unit_context
 from citeline.core.answering.scoring import ScoredUnit
 
 # A unit of a block no chosen unit comes from joins only when it reaches
@@ -38,18 +38,8 @@ def _section(s: ScoredUnit) -> tuple[str, tuple[str, ...]]:
     return chunk.path, chunk.heading_path
 
 
-# Words every question is made of: they ask, they name no part of what is asked.
-_FUNCTION_TERMS = frozenset(
-    keywords.query_terms(
-        "why how what where when which who whom whose does do did can could should would "
-        "will may must shall is are was were be been has have had i me my we our you your "
-        "it its they them there here get make use"
-    )
-)
-
-
 def _content(weights: dict[str, float]) -> dict[str, float]:
-    return {t: w for t, w in weights.items() if t not in _FUNCTION_TERMS}
+    return {t: w for t, w in weights.items() if t not in FUNCTION_TERMS}
 
 
 def heading_holds(unit: ScoredUnit, weights: dict[str, float]) -> float:

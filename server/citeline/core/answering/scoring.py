@@ -21,6 +21,12 @@ import numpy as np
 import numpy.typing as npt
 
 from citeline.core import keywords
+from citeline.core.answering.bridge import (
+    Bridge,
+    Links,
+    bridged_coverage,
+    bridged_local_weights,
+)
 from citeline.core.answering.features import (
     ASKS_NUMBER,
     LENGTH_NORM,
@@ -45,7 +51,7 @@ from citeline.core.answering.features import (
 )
 from citeline.core.answering.fitted import CJK, ENGLISH, QUESTION_FEATURES, Models, sigmoid
 from citeline.core.answering.results import Evidence
-from citeline.core.answering.units import Unit, is_fragment, split_units
+from citeline.core.answering.units import Unit, is_contents_line, is_fragment, split_units
 
 Vectors = npt.NDArray[np.float32]
 EmbedTexts = Callable[[Sequence[str]], Vectors]
@@ -112,6 +118,7 @@ class UnitScorer:
         embed_query: EmbedQuery | None = None,
         english: Models = ENGLISH,
         cjk: Models = CJK,
+        bridge: Bridge | None = None,
     ) -> None:
         self.term_weights = term_weights
         self.unknown_terms = unknown_terms
@@ -120,6 +127,7 @@ class UnitScorer:
         self.embed_query = embed_query
         self.english = english
         self.cjk = cjk
+        self.bridge = bridge
 
     def missing_terms(self, question: str, *, cjk: bool, keyword_only: bool = False) -> list[str]:
         """What the question names that no document of the index contains: its
@@ -173,29 +181,34 @@ class UnitScorer:
         return missing if missing and 2 * len(missing) >= len(runs) + len(words) else []
 
     def features(
-        self, question: str, evidence: Sequence[Evidence], *, cjk: bool
+        self, question: str, evidence: Sequence[Evidence], *, cjk: bool, bridged: bool = False
     ) -> list[tuple[Unit, Evidence, tuple[float, ...]]]:
-        """Every unit with its lexical features (``FEATURES``), in passage order."""
+        """Every unit with its lexical features (``FEATURES``), in passage order;
+        ``bridged``: with the vocabulary bridge's links (``bridge``; English)."""
         pairs = [
             (u, e)
             for e in evidence
             for u in split_units(e.hit.chunk.text)
-            if not repeats_heading(u, e)
+            if not repeats_heading(u, e) and not is_contents_line(u)
         ]
         if not pairs:
             return []
+        links: Links = {}
+        if bridged and self.bridge is not None and not cjk:
+            links = self.bridge.for_units(question, pairs)
         q_terms = keywords.query_terms(question)
         idf = self.term_weights(q_terms) if q_terms else {}
         weights = {t: idf.get(t, 1.0) for t in q_terms}
         q_chars = content_characters(question) if cjk else set()
         unit_terms = [set(keywords.terms(meaning(u))) for u, _ in pairs]
         unit_chars = [set(u.text) for u, _ in pairs]
-        local_terms = local_weights(set(q_terms), unit_terms)
+        local_terms = bridged_local_weights(q_terms, unit_terms, links)
         local_chars = local_weights(q_chars, unit_chars)
-        local = [coverage(local_terms, terms) for terms in unit_terms]
+        local = [bridged_coverage(local_terms, terms, links) for terms in unit_terms]
         wants_number = bool(ASKS_NUMBER.search(question))
         wants_how = asks_how(question)
-        heading = {e.n: coverage(weights, set(keywords.terms(own_heading(e)))) for e in evidence}
+        headings = {e.n: keywords.terms(own_heading(e)) for e in evidence}
+        heading = {n: bridged_coverage(weights, terms, links) for n, terms in headings.items()}
         firsts: dict[int, int] = {}
         for u, e in pairs:  # in passage order: the first seen is the first under the heading
             firsts.setdefault(e.n, u.position)
@@ -206,8 +219,8 @@ class UnitScorer:
             before = i > 0 and pairs[i - 1][1] is e and pairs[i - 1][0].block == unit.block
             context_terms = terms | set(keywords.terms(unit_context(unit, e)))
             features = (
-                coverage(weights, terms),
-                coverage(weights, context_terms),
+                bridged_coverage(weights, terms, links),
+                bridged_coverage(weights, context_terms, links),
                 local[i],
                 coverage(local_chars, chars),
                 local[i - 1] if before else 0.0,
@@ -228,7 +241,7 @@ class UnitScorer:
         self, question: str, evidence: Sequence[Evidence], *, cjk: bool, use_dense: bool
     ) -> Scored:
         models = self.cjk if cjk else self.english
-        featured = self.features(question, evidence, cjk=cjk)
+        featured = self.features(question, evidence, cjk=cjk, bridged=use_dense)
         units = [ScoredUnit(u, e, f, models.lexical.logit(f)) for u, e, f in featured]
         units.sort(key=lambda s: -s.logit)
         if (

@@ -56,6 +56,29 @@ def is_fragment(unit: Unit) -> bool:
     return unit.kind == "sentence" and not ends_like_a_sentence(unit.text)
 
 
+# A table of contents' line, as a PDF's text layer or a page's contents list gives it:
+# a dotted leader to a page number ("Installing ....... 12"), or a section number
+# with a page number before or after its title ("21 6.3 What about ”sid”?",
+# "6.3 What about sid? 21").  It names a section; it answers nothing.
+_DOTTED_LEADER = re.compile(r"(?:\.\s?){4,}\s*\d{1,4}\s*$|…{2,}\s*\d{1,4}\s*$")
+_PAGE_THEN_SECTION = re.compile(r"^\d{1,4}\s+\d{1,2}(?:\.\d{1,2})+\.?\s+\S")
+_SECTION_THEN_PAGE = re.compile(r"^\d{1,2}(?:\.\d{1,2})+\.?\s+[^.]{2,80}?\s+\d{1,4}$")
+_CONTENTS_LENGTH = 160
+
+
+def is_contents_line(unit: Unit) -> bool:
+    """A table of contents' line (``_DOTTED_LEADER``, ``_PAGE_THEN_SECTION``,
+    ``_SECTION_THEN_PAGE``): never an answer unit."""
+    if unit.kind not in ("sentence", "item") or len(unit.text) > _CONTENTS_LENGTH:
+        return False
+    text = unit.text.strip()
+    return bool(
+        _DOTTED_LEADER.search(text)
+        or _PAGE_THEN_SECTION.match(text)
+        or _SECTION_THEN_PAGE.match(text)
+    )
+
+
 # -- blocks --------------------------------------------------------------------
 
 _FENCE = re.compile(r"^\s{0,3}(`{3,}|~{3,})")
