@@ -13,11 +13,15 @@ reference answer.  Then, offline (features are cached, so refits are instant):
    baselines: the share of answerable questions whose reference is in the top
    1/3/5 units;
 2. the answerability model is fitted over questions: the answerable ones against
-   the set's own unanswerable questions and each answerable one again with its
-   relevant documents taken out of the hits ("relevant removed", the RGB way);
+   the sets' own unanswerable questions (with ``--with-removed`` also each
+   answerable one again with its relevant documents taken out of the hits,
+   "relevant removed", the RGB way: far easier to tell than real in-domain
+   unanswerable questions, so by default only for sets without any, CMRC 2018);
 3. the selection settings are swept for "the answer contains the reference"
    against answer length, and the grade threshold (``answer`` at or above it,
-   ``closest`` below) is the one of least expected cost (``grade_threshold``).
+   ``closest`` below) is the one of least expected cost on out-of-fold
+   answerability (grouped 5-fold cross-validation over the pooled sets, 5
+   shuffles: ``cv_threshold``), so that it holds for questions it was not fitted on.
 
 The fitted weights are printed as code for ``scoring.py``.  Use tuning splits only.
 
@@ -42,9 +46,11 @@ import hashlib
 import io
 import os
 import pickle
+import random
 import re
 import statistics
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -282,13 +288,128 @@ def fit(
         models = dataclasses.replace(
             models, dense=fit_logistic(np.array(head_x), np.array(head_y), l2=1e-2)
         )
-    # Questions against those without an answer: the set's own, and relevant-removed.
-    # Few and collinear: a stronger penalty keeps the weights sane.
-    q_rows = [r for r in rows if r.units]
-    qx = np.array([scored(r, models).question_features for r in q_rows])
-    qy = np.array([float(r.answerable) for r in q_rows])
-    models = dataclasses.replace(models, answerable=fit_logistic(qx, qy, l2=0.3))
-    return dataclasses.replace(models, threshold=grade_threshold(rows, models, costs))
+    models = dataclasses.replace(models, answerable=fit_answerable(rows, models, costs))
+    return dataclasses.replace(models, threshold=cv_threshold(rows, models, costs))
+
+
+def grade_rows(rows: list[Row], costs: Costs, *, fitting: bool = False) -> list[Row]:
+    """The questions the grade is fitted (``fitting``) or calibrated on, the
+    answerable ones against the unanswerable ones.  It is fitted on those with
+    evidence, the sets' own unanswerable questions and the relevant-removed
+    variants (more rows: out of fold, the model fitted on both tells the own ones
+    better).  It is calibrated on the own ones alone when ``costs.real_only`` and
+    the sets have any (the relevant-removed variants are far easier; CMRC 2018 has
+    none), with or without evidence, as the targets count them: a question without
+    evidence is refused, never graded ``answer`` (``scored_answerable`` gives it 0)."""
+    real = any(not r.answerable and not r.removed for r in rows)
+    if fitting:
+        return [r for r in rows if r.units]
+    if costs.real_only and real:
+        return [r for r in rows if r.answerable or not r.removed]
+    return [r for r in rows if r.units]
+
+
+def scored_answerable(row: Row, models: fitted.Models) -> float:
+    return scored(row, models).answerable if row.units else 0.0
+
+
+def question_matrix(rows: list[Row], models: fitted.Models) -> np.ndarray:
+    return np.array([scored(r, models).question_features for r in rows]).reshape(
+        len(rows), len(fitted.QUESTION_FEATURES)
+    )
+
+
+def fit_weights(x: np.ndarray, y: np.ndarray, costs: Costs) -> fitted.Weights:
+    """The answerability model over ``QUESTION_FEATURES`` (those in ``costs.drop``
+    weigh 0).  Few and collinear rows: a strong penalty keeps the weights sane."""
+    keep = [i for i, name in enumerate(fitted.QUESTION_FEATURES) if name not in costs.drop]
+    w = fit_logistic(x[:, keep], y, l2=0.3)
+    weights = [0.0] * len(fitted.QUESTION_FEATURES)
+    for i, value in zip(keep, w.weights, strict=True):
+        weights[i] = value
+    return fitted.Weights(w.bias, tuple(weights))
+
+
+def fit_answerable(rows: list[Row], models: fitted.Models, costs: Costs) -> fitted.Weights:
+    q_rows = grade_rows(rows, costs, fitting=True)
+    y = np.array([float(r.answerable) for r in q_rows])
+    return fit_weights(question_matrix(q_rows, models), y, costs)
+
+
+FOLDS = 5
+SEEDS = 5
+
+
+def out_of_fold(
+    rows: list[Row], models: fitted.Models, costs: Costs
+) -> list[tuple[list[float], list[float]]]:
+    """For each of ``SEEDS`` shuffles, the answerability of every grade row from a
+    model fitted without its question (grouped ``FOLDS``-fold cross-validation; a
+    question's relevant-removed variant is held out with it): (answerable ones,
+    unanswerable ones)."""
+    fitted_on = {id(r) for r in grade_rows(rows, costs, fitting=True)}
+    calibrated = {id(r) for r in grade_rows(rows, costs)}
+    q_rows = [r for r in rows if id(r) in fitted_on | calibrated]
+    x = question_matrix(q_rows, models)
+    y = np.array([float(r.answerable) for r in q_rows])
+    kept = np.array([id(r) in calibrated for r in q_rows])
+    used = np.array([id(r) in fitted_on for r in q_rows])
+    groups = [r.question for r in q_rows]
+    names = sorted(set(groups))
+    runs = []
+    for seed in range(SEEDS):
+        random.Random(seed).shuffle(names)
+        p = np.zeros(len(q_rows))
+        for fold in range(FOLDS):
+            held = set(names[fold::FOLDS])
+            test = np.array([g in held for g in groups])
+            w = fit_weights(x[~test & used], y[~test & used], costs)
+            for i in np.flatnonzero(test):
+                p[i] = w.probability(x[i]) if q_rows[i].units else 0.0
+        runs.append(
+            ([float(v) for v in p[(y == 1) & kept]], [float(v) for v in p[(y == 0) & kept]])
+        )
+    return runs
+
+
+def auc(probabilities: tuple[list[float], list[float]]) -> float:
+    """The chance that an answerable question scores above an unanswerable one."""
+    answerable, others = probabilities
+    if not answerable or not others:
+        return 0.0
+    wins = sum((a > o) + 0.5 * (a == o) for a in answerable for o in others)
+    return wins / (len(answerable) * len(others))
+
+
+def cv_threshold(rows: list[Row], models: fitted.Models, costs: Costs) -> float:
+    """The grade threshold of least expected cost on the out-of-fold answerability
+    (``out_of_fold``, rates averaged over the shuffles), among those grading at most
+    ``costs.ceiling - costs.margin`` of the unanswerable questions ``answer``: the
+    threshold a question the model was not fitted on meets, with room for sets
+    harder than the tune splits."""
+    runs = out_of_fold(rows, models, costs)
+    return least_cost(lambda t: _mean_rates(runs, t), costs)
+
+
+def _mean_rates(runs: list[tuple[list[float], list[float]]], t: float) -> tuple[float, float]:
+    rates = [grade_rates(run, t) for run in runs]
+    return (
+        statistics.fmean(c for c, _ in rates),
+        statistics.fmean(a for _, a in rates),
+    )
+
+
+def least_cost(rates: Callable[[float], tuple[float, float]], costs: Costs) -> float:
+    best: tuple[float, float] | None = None
+    for t in (round(float(v), 2) for v in np.arange(0.05, 0.951, 0.01)):
+        closest, answered = rates(t)
+        if answered > costs.ceiling - costs.margin + 1e-12:
+            continue
+        cost = (1 - costs.unanswerable) * costs.closest * closest
+        cost += costs.unanswerable * costs.answer * answered
+        if best is None or cost < best[0] - 1e-12:
+            best = (cost, t)
+    return best[1] if best is not None else 0.95
 
 
 @dataclasses.dataclass(frozen=True)
@@ -301,13 +422,21 @@ class Costs:
     answer: float = 2.0  # a near miss labelled "Answer": the check, and misplaced trust
     unanswerable: float = 0.1  # share of real questions the documents do not answer
     ceiling: float = 0.2  # at most this share of unanswerable ones graded "answer"
+    margin: float = 0.0  # ... less this, out of fold (``cv_threshold``)
+    # calibrate on the sets' own unanswerable questions only: the relevant-removed
+    # variants are far easier than real in-domain ones (``grade_rows``)
+    real_only: bool = True
+    drop: tuple[str, ...] = ()  # QUESTION_FEATURES left out of the fit (weight 0)
 
 
-def grade_probabilities(rows: list[Row], models: fitted.Models) -> tuple[list[float], list[float]]:
+def grade_probabilities(
+    rows: list[Row], models: fitted.Models, costs: Costs | None = None
+) -> tuple[list[float], list[float]]:
     """The answerability of the answerable questions, and of the unanswerable ones
-    (the set's own and the relevant-removed variants); questions with evidence only."""
-    answerable = [scored(r, models).answerable for r in rows if r.answerable and r.units]
-    others = [scored(r, models).answerable for r in rows if not r.answerable and r.units]
+    (``grade_rows``); questions with evidence only."""
+    q_rows = grade_rows(rows, costs or Costs())
+    answerable = [scored_answerable(r, models) for r in q_rows if r.answerable]
+    others = [scored_answerable(r, models) for r in q_rows if not r.answerable]
     return answerable, others
 
 
@@ -320,22 +449,14 @@ def grade_rates(probabilities: tuple[list[float], list[float]], t: float) -> tup
 
 
 def grade_threshold(rows: list[Row], models: fitted.Models, costs: Costs) -> float:
-    """The threshold of least expected cost per question, among those grading at
-    most ``costs.ceiling`` of the unanswerable questions ``answer``."""
-    probabilities = grade_probabilities(rows, models)
-    best: tuple[float, float] | None = None
-    for t in np.arange(0.05, 0.951, 0.01):
-        closest, answered = grade_rates(probabilities, float(t))
-        if answered > costs.ceiling:
-            continue
-        cost = (1 - costs.unanswerable) * costs.closest * closest
-        cost += costs.unanswerable * costs.answer * answered
-        if best is None or cost < best[0] - 1e-12:
-            best = (cost, float(t))
-    return round(best[1], 2) if best is not None else 0.95
+    """The threshold of least expected cost per question, in sample, among those
+    grading at most ``costs.ceiling - costs.margin`` of the unanswerable questions
+    ``answer``."""
+    probabilities = grade_probabilities(rows, models, costs)
+    return least_cost(lambda t: grade_rates(probabilities, t), costs)
 
 
-def report(rows: list[Row], models: fitted.Models, name: str) -> None:
+def report(rows: list[Row], models: fitted.Models, name: str, costs: Costs) -> None:
     answerable = [r for r in rows if r.answerable]
     print(
         f"\n== {name}: {len(answerable)} answerable,"
@@ -376,11 +497,38 @@ def report(rows: list[Row], models: fitted.Models, name: str) -> None:
                 f"  {max_units:3} {relative:8.2f}: {contains / len(results):8.3f}"
                 f" {statistics.fmean(sizes):6.2f} {statistics.median(lengths):6.0f}"
             )
-    print("  grade threshold: answerable graded closest | unanswerable graded answer")
-    probabilities = grade_probabilities(rows, models)
+    report_grade(rows, models, costs)
+
+
+def report_grade(rows: list[Row], models: fitted.Models, costs: Costs) -> None:
+    """The grade's rates in sample (own unanswerable and relevant-removed apart) and
+    out of fold, and its AUC."""
+    own = [r for r in rows if r.answerable or not r.removed]
+    removed = [r for r in rows if r.answerable or r.removed]
+    every = Costs(real_only=False)
+    in_own = grade_probabilities(own, models, every)
+    in_removed = grade_probabilities(removed, models, every)
+    runs = out_of_fold(rows, models, costs)
+    print(f"  in-sample threshold: {grade_threshold(rows, models, costs)}")
+    print(
+        f"  grade over {', '.join(n for n in fitted.QUESTION_FEATURES if n not in costs.drop)}"
+        f" (calibrated on {'own unanswerable only' if costs.real_only else 'own and removed'}):"
+        f" AUC in sample, own {auc(in_own):.3f}, removed {auc(in_removed):.3f};"
+        f" out of fold {statistics.fmean(auc(run) for run in runs):.3f}"
+        f" ({len(in_own[0])} answerable, {len(in_own[1])} own, {len(in_removed[1])} removed)"
+    )
+    print(
+        "  threshold: answerable graded closest | own unanswerable graded answer |"
+        " removed graded answer | out of fold: closest | own answer"
+    )
     for threshold in sorted({models.threshold, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7}):
-        closest, answered = grade_rates(probabilities, threshold)
-        print(f"  {threshold:4.2f}: {closest:.3f} | {answered:.3f}")
+        closest, answered = grade_rates(in_own, threshold)
+        _, removed_answered = grade_rates(in_removed, threshold)
+        cv_closest, cv_answered = _mean_rates(runs, threshold)
+        print(
+            f"  {threshold:4.2f}: {closest:.3f} | {answered:.3f} | {removed_answered:.3f}"
+            f" | {cv_closest:.3f} | {cv_answered:.3f}"
+        )
 
 
 class _RowUnpickler(pickle.Unpickler):
@@ -431,6 +579,27 @@ def main() -> None:
         default=Costs.ceiling,
         help="most unanswerable questions the grade threshold may grade 'answer'",
     )
+    parser.add_argument(
+        "--margin",
+        type=float,
+        default=Costs.margin,
+        help="room below the ceiling the out-of-fold rate must leave",
+    )
+    parser.add_argument(
+        "--with-removed",
+        action="store_true",
+        help="calibrate the grade on the relevant-removed variants too",
+    )
+    parser.add_argument(
+        "--drop",
+        action="append",
+        default=[],
+        choices=fitted.QUESTION_FEATURES,
+        help="a question feature the answerability model leaves out (weight 0)",
+    )
+    parser.add_argument(
+        "--only", choices=["English", "CJK"], help="fit one kind of question's models"
+    )
     parser.add_argument("--min-score", type=float, default=AnswerSettings.min_score)
     parser.add_argument("--min-keyword", type=float, default=AnswerSettings.min_keyword_score)
     parser.add_argument(
@@ -465,14 +634,20 @@ def main() -> None:
     rows = [filtered(r, answer) for r in rows]
     for name, cjk in (("English", False), ("CJK", True)):
         part = [r for r in rows if r.cjk == cjk]
-        if sum(r.answerable for r in part) < 10:
+        if sum(r.answerable for r in part) < 10 or args.only not in (None, name):
             continue
-        costs = Costs(unanswerable=args.unanswerable, ceiling=args.ceiling)
+        costs = Costs(
+            unanswerable=args.unanswerable,
+            ceiling=args.ceiling,
+            margin=args.margin,
+            real_only=not args.with_removed,
+            drop=tuple(args.drop),
+        )
         shipped = fitted.CJK if cjk else fitted.ENGLISH
         models = fit(part, dense=not cjk, costs=costs, keep=shipped if args.keep_lexical else None)
         # the off-topic floor is swept through the flow, not fitted here (docs/quality.md,
         # "The gate for CJK questions, per model"): the shipped one is kept
-        report(part, dataclasses.replace(models, floor=shipped.floor), name)
+        report(part, dataclasses.replace(models, floor=shipped.floor), name, costs)
 
 
 if __name__ == "__main__":
