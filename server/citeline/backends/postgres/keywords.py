@@ -80,6 +80,7 @@ import psycopg
 from psycopg import sql
 from psycopg.pq import TransactionStatus
 
+from citeline.backends.postgres import packed
 from citeline.core.keywords import K1, B, bm25_idf, bm25_weight, fold
 
 TABLES = ("chunk_terms", "postings", "term_df", "keyword_stats", "keyword_packed", "packed_removed")
@@ -119,6 +120,42 @@ ALTER TABLE {s}.keyword_packed ALTER COLUMN chunk_ids SET STORAGE EXTERNAL,
     ALTER COLUMN tfs SET STORAGE EXTERNAL, ALTER COLUMN lengths SET STORAGE EXTERNAL;
 CREATE TABLE IF NOT EXISTS {s}.packed_removed (chunk_id bigint PRIMARY KEY);
 ALTER TABLE {s}.keyword_stats ADD COLUMN IF NOT EXISTS packed_upto bigint;
+ALTER TABLE {s}.keyword_packed ADD COLUMN IF NOT EXISTS by_impact boolean NOT NULL DEFAULT false;
+CREATE OR REPLACE FUNCTION {s}.packed_removal() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    INSERT INTO {s}.packed_removed SELECT g.chunk_id FROM gone g, {s}.keyword_stats k
+        WHERE g.chunk_id <= k.packed_upto ON CONFLICT DO NOTHING;
+    RETURN NULL;
+END $$;
+CREATE OR REPLACE FUNCTION {s}.unpack() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    DELETE FROM {s}.keyword_packed;
+    DELETE FROM {s}.packed_removed;
+    UPDATE {s}.keyword_stats SET packed_upto = NULL;
+    RETURN NULL;
+END $$;
+CREATE OR REPLACE FUNCTION {s}.packed_reuse() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF EXISTS (SELECT FROM came c, {s}.keyword_stats k WHERE c.chunk_id <= k.packed_upto) THEN
+        DELETE FROM {s}.keyword_packed;
+        DELETE FROM {s}.packed_removed;
+        UPDATE {s}.keyword_stats SET packed_upto = NULL;
+    END IF;
+    RETURN NULL;
+END $$;
+DO $$ BEGIN
+    IF NOT EXISTS (SELECT FROM pg_trigger WHERE tgname = 'packed_removal'
+            AND tgrelid = '{s}.chunk_terms'::regclass) THEN
+        CREATE TRIGGER packed_removal AFTER DELETE ON {s}.chunk_terms
+            REFERENCING OLD TABLE AS gone FOR EACH STATEMENT
+            EXECUTE FUNCTION {s}.packed_removal();
+        CREATE TRIGGER packed_reuse AFTER INSERT ON {s}.chunk_terms
+            REFERENCING NEW TABLE AS came FOR EACH STATEMENT
+            EXECUTE FUNCTION {s}.packed_reuse();
+        CREATE TRIGGER packed_truncate AFTER TRUNCATE ON {s}.chunk_terms
+            FOR EACH STATEMENT EXECUTE FUNCTION {s}.unpack();
+    END IF;
+END $$;
 """
 
 # A posting's impact from its frequency and length, and the reference average ``a``.
@@ -178,9 +215,8 @@ class PostgresKeywordIndex:
             counted.append(counts)
             df.update(counts.keys())
         with self._conn.cursor() as cur:
-            reference, upto = self._impact_average(cur, sum(lengths) / len(ids))
-            if upto is not None and min(ids) <= upto:
-                self._unpack(cur)  # the packed lists would miss this chunk's postings
+            # (an id at or below the packed lists' mark drops them: the trigger packed_reuse)
+            reference = self._impact_average(cur, sum(lengths) / len(ids))
             postings: tuple[list[str], list[int], list[int], list[int], list[float]] = (
                 [],
                 [],
@@ -215,19 +251,16 @@ class PostgresKeywordIndex:
                 (len(ids), sum(lengths)),
             )
 
-    def _impact_average(self, cur: psycopg.Cursor[Any], average: float) -> tuple[float, int | None]:
-        """The average length impacts are computed with (the first write's, kept), and
-        the packed lists' mark (None: no packed lists)."""
+    def _impact_average(self, cur: psycopg.Cursor[Any], average: float) -> float:
+        """The average length impacts are computed with (the first write's, kept)."""
         row = cur.execute(
             self._q(
                 "UPDATE {s}.keyword_stats SET impact_average = coalesce(impact_average, %s)"
-                " RETURNING impact_average, packed_upto"
+                " RETURNING impact_average"
             ),
             (max(1.0, average),),
         ).fetchone()
-        if not row:
-            return max(1.0, average), None
-        return float(row[0]), None if row[1] is None else int(row[1])
+        return max(1.0, average) if not row else float(row[0])
 
     def _bump_df(self, cur: psycopg.Cursor[Any], df: Counter[str], sign: int) -> None:
         if not df:
@@ -258,17 +291,9 @@ class PostgresKeywordIndex:
                 ),
                 ([int(i) for i in ids],),
             )
-            removed = cur.fetchall()
+            removed = cur.fetchall()  # (packed_removed gets them: the trigger packed_removal)
             if not removed:
                 return
-            cur.execute(  # packed postings of these chunks are skipped from now on
-                self._q(
-                    "INSERT INTO {s}.packed_removed SELECT c FROM unnest(%s::bigint[]) AS c"
-                    " WHERE c <= (SELECT packed_upto FROM {s}.keyword_stats)"
-                    " ON CONFLICT DO NOTHING"
-                ),
-                ([int(r[0]) for r in removed],),
-            )
             pairs = sorted((str(t), int(c)) for c, terms, _ in removed for t in terms)
             cur.execute(  # each posting by its key: a common term's others are not read
                 self._q(
@@ -291,8 +316,7 @@ class PostgresKeywordIndex:
             cur.execute(self._q("TRUNCATE {s}.chunk_terms, {s}.postings, {s}.term_df"))
             cur.execute(
                 self._q("UPDATE {s}.keyword_stats SET rows = 0, terms = 0, impact_average = NULL")
-            )
-            self._unpack(cur)
+            )  # (no packed lists: the trigger packed_truncate)
 
     # -- packed lists -----------------------------------------------------------------
 
@@ -304,16 +328,20 @@ class PostgresKeywordIndex:
 
     def pack(self) -> None:
         """Each term's postings as three packed arrays (chunk ids, frequencies, lengths),
+        best first (by impact at the reference average, recomputed here, then by id),
         marked with the highest chunk id they hold.  Join the caller's transaction."""
+        impact = IMPACT.format(k1p=K1 + 1, k1=K1, omb=1 - B, b=B, a="s.a").replace("p.", "")
+        order = f"ORDER BY {impact} DESC, chunk_id"
         with self._conn.cursor() as cur:
             self._unpack(cur)
             cur.execute(
                 self._q(
-                    "INSERT INTO {s}.keyword_packed SELECT term,"
-                    " string_agg(int8send(chunk_id), '' ORDER BY chunk_id),"
-                    " string_agg(int4send(tf), '' ORDER BY chunk_id),"
-                    " string_agg(int4send(length), '' ORDER BY chunk_id)"
-                    " FROM {s}.postings GROUP BY term"
+                    "INSERT INTO {s}.keyword_packed (term, chunk_ids, tfs, lengths, by_impact)"
+                    f" SELECT term, string_agg(int8send(chunk_id), '' {order}),"
+                    f" string_agg(int4send(tf), '' {order}),"
+                    f" string_agg(int4send(length), '' {order}), true"
+                    " FROM {s}.postings, (SELECT coalesce(impact_average, 1)::float8 AS a"
+                    " FROM {s}.keyword_stats) s GROUP BY term"
                 )
             )
             cur.execute(
@@ -332,12 +360,14 @@ class PostgresKeywordIndex:
                 self._q(
                     "SELECT rows, packed_upto,"
                     " (SELECT count(*) FROM {s}.chunk_terms WHERE chunk_id > packed_upto)"
-                    " + (SELECT count(*) FROM {s}.packed_removed) FROM {s}.keyword_stats"
+                    " + (SELECT count(*) FROM {s}.packed_removed),"
+                    " EXISTS (SELECT FROM {s}.keyword_packed WHERE NOT by_impact)"
+                    " FROM {s}.keyword_stats"
                 )
             ).fetchone()
         if row is None or not int(row[0]):
             return False
-        return row[1] is None or int(row[2]) > REPACK_SHARE * int(row[0])
+        return row[1] is None or bool(row[3]) or int(row[2]) > REPACK_SHARE * int(row[0])
 
     # -- reading ------------------------------------------------------------------
 
@@ -398,6 +428,10 @@ class PostgresKeywordIndex:
             average = length / total
             held = sum(frequencies[t] for t in set(present))
             if top_k and upto is not None:
+                if reference is not None and held >= TOP_K_FROM:
+                    found = self._packed_top_k(cur, query, frequencies, upto, average, reference, k)
+                    if found is not None:
+                        return found
                 return self._packed(cur, query, upto, average, k)
             if top_k and reference is not None and held >= TOP_K_FROM:
                 found = self._threshold(cur, query, frequencies, average, reference, k)
@@ -497,41 +531,116 @@ class PostgresKeywordIndex:
                 np.concatenate([np.frombuffer(f, ">i4") for _, f, _ in got] or [_NO_INTS]),
                 np.concatenate([np.frombuffer(n, ">i4") for _, _, n in got] or [_NO_INTS]),
             )
-        held = sum(len(ids) for ids, _, _ in lists.values())
-        if not held:
-            return []
-        top = max(int(ids.max()) for ids, _, _ in lists.values() if len(ids))
-        dense = top < 8 * held + 4096  # a score slot per id, else per id met
-        ids_of = None
-        if not dense:
-            ids_of = np.unique(np.concatenate([ids for ids, _, _ in lists.values()]))
-        at: list[np.ndarray] = []
-        shares: list[np.ndarray] = []
+        return packed.rank_all(query.terms, query.idfs, lists, removed, average, k)
+
+    def _packed_top_k(
+        self,
+        cur: psycopg.Cursor[Any],
+        query: _Query,
+        frequencies: dict[str, int],
+        upto: int,
+        average: float,
+        reference: float,
+        k: int,
+    ) -> list[tuple[int, float]] | None:
+        """The best ``k`` from each term's best postings (:mod:`packed`'s docstring):
+        the packed lists read best first, a few times more of each term every round,
+        until the chunks never met cannot be among the best ``k`` and the others' missing
+        postings are few enough to look up; None for lists an older writer packed in id
+        order (the caller sums them all)."""
+        weights: dict[str, float] = {}
         for term, idf in zip(query.terms, query.idfs, strict=True):
-            ids, tf, length = lists[term]
-            at.append(ids.astype(np.int64) if ids_of is None else np.searchsorted(ids_of, ids))
-            shares.append(_shares(idf, tf, length, average))
-        # One pass in the query's order: a chunk's shares are added as the SQL sum adds them.
-        scores = np.bincount(
-            np.concatenate(at),
-            weights=np.concatenate(shares),
-            minlength=top + 1 if ids_of is None else len(ids_of),
+            weights[term] = weights.get(term, 0.0) + idf
+        names = list(weights)
+        added = self._lists(cur, _ADDED, (names, upto), names)
+        removed_row = cur.execute(self._q(_REMOVED), binary=True).fetchone()
+        removed = np.frombuffer(bytes(removed_row[0]) if removed_row else b"", ">i8")
+        removed = removed.astype(np.int64)
+        reads = {t: packed.Read(packed.NO_IDS, packed.NO_IDS, packed.NO_IDS, -1) for t in names}
+        want = _first_reads(names, frequencies)
+        held = sum(frequencies[t] for t in names)
+        while True:
+            asked = [t for t in names if reads[t].size < 0 or len(reads[t].ids) < want[t]]
+            if asked and not self._read_more(cur, reads, asked, want):
+                return None
+            if all(reads[t].whole for t in names):
+                lists = {t: _joined(reads[t], added[t]) for t in names}
+                return packed.rank_all(query.terms, query.idfs, lists, removed, average, k)
+            chosen = packed.candidates(weights, reads, added, removed, average, reference, k)
+            if chosen is not None and chosen.probe_count <= PROBE_LIMIT:
+                found = self._probe(cur, chosen.probes)
+                return packed.rank_some(
+                    query.terms, query.idfs, chosen, reads, added, found, average, k
+                )
+            for t in names:
+                want[t] = min(reads[t].size, max(1, len(reads[t].ids)) * GROWTH)
+            if sum(want.values()) > READ_SHARE * held:
+                want = {t: reads[t].size for t in names}
+
+    def _read_more(
+        self,
+        cur: psycopg.Cursor[Any],
+        reads: dict[str, packed.Read],
+        asked: list[str],
+        want: dict[str, int],
+    ) -> bool:
+        """Each asked term's packed list read on to ``want[term]`` postings (a slice of
+        each array: only its pages are read); False for a list packed in id order."""
+        starts = [len(reads[t].ids) for t in asked]
+        counts = [want[t] - len(reads[t].ids) for t in asked]
+        rows = cur.execute(self._q(_SLICES), (asked, starts, counts), binary=True).fetchall()
+        for t in asked:
+            reads[t].size = max(reads[t].size, len(reads[t].ids))  # no list: nothing held
+        for term, size, by_impact, ids, tfs, lengths in rows:
+            if not by_impact:
+                return False
+            read = reads[str(term)]
+            read.size = int(size)
+            read.ids = np.concatenate([read.ids, np.frombuffer(bytes(ids), ">i8")])
+            read.tfs = np.concatenate([read.tfs, np.frombuffer(bytes(tfs), ">i4")])
+            read.lengths = np.concatenate([read.lengths, np.frombuffer(bytes(lengths), ">i4")])
+        return True
+
+    def _lists(
+        self, cur: psycopg.Cursor[Any], statement: str, args: Any, names: list[str]
+    ) -> dict[str, packed.Lists]:
+        """A statement's rows (term, ids, frequencies, lengths as packed arrays) as arrays."""
+        out: dict[str, packed.Lists] = {t: _EMPTY for t in names}
+        for term, ids, tfs, lengths in cur.execute(self._q(statement), args, binary=True):
+            out[str(term)] = (
+                np.frombuffer(bytes(ids), ">i8").astype(np.int64),
+                np.frombuffer(bytes(tfs), ">i4"),
+                np.frombuffer(bytes(lengths), ">i4"),
+            )
+        return out
+
+    def _probe(
+        self, cur: psycopg.Cursor[Any], probes: dict[str, np.ndarray]
+    ) -> dict[str, packed.Lists]:
+        """The postings of these chunks in these terms, looked up by key (one statement;
+        a chunk without the term finds nothing)."""
+        asked = [(t, ids) for t, ids in probes.items() if len(ids)]
+        if not asked:
+            return {}
+        statement = sql.SQL(" UNION ALL ").join(
+            sql.SQL(
+                "SELECT {i}::int, chunk_id, tf, length FROM {s}.postings"
+                " WHERE term = %s AND chunk_id = ANY(%s)"
+            ).format(i=sql.Literal(i), s=self._s)
+            for i in range(len(asked))
         )
-        if ids_of is None:
-            scores[removed[removed <= top]] = 0.0
-        else:
-            slot = np.searchsorted(ids_of, removed)
-            inside = slot < len(ids_of)
-            slot, kept = slot[inside], removed[inside]
-            scores[slot[ids_of[slot] == kept]] = 0.0
-        met = np.flatnonzero(scores >= _least_kth(scores, at, k))
-        met = met[scores[met] > 0]
-        if len(met) > k:
-            kth = np.partition(scores[met], len(met) - k)[len(met) - k]
-            met = met[scores[met] >= kth]
-        chunk_ids = met if ids_of is None else ids_of[met]
-        order = np.lexsort((chunk_ids, -scores[met]))[:k]
-        return [(int(chunk_ids[i]), float(scores[met[i]])) for i in order]
+        args: list[Any] = []
+        for t, ids in asked:
+            args += [t, [int(c) for c in ids]]
+        rows = cur.execute(statement, args, prepare=False).fetchall()
+        got: dict[int, list[tuple[int, int, int]]] = {}
+        for i, chunk_id, tf, length in rows:
+            got.setdefault(int(i), []).append((int(chunk_id), int(tf), int(length)))
+        out: dict[str, packed.Lists] = {}
+        for i, (t, _) in enumerate(asked):
+            found = np.array(got.get(i, []), np.int64).reshape(-1, 3)
+            out[t] = (found[:, 0], found[:, 1], found[:, 2])
+        return out
 
     def document_frequencies(self, terms: Sequence[str]) -> tuple[int, dict[str, int]]:
         with self._snapshot() as cur:
@@ -568,6 +677,45 @@ _REMOVED = (
 )
 _NO_IDS = np.zeros(0, ">i8")
 _NO_INTS = np.zeros(0, ">i4")
+_EMPTY: packed.Lists = (packed.NO_IDS, packed.NO_IDS, packed.NO_IDS)
+# Slices of the query's terms' packed lists: ``n`` postings from the ``at``-th (the
+# arrays are stored uncompressed, so a slice reads only its pages), and each list's size.
+_SLICES = (
+    "SELECT r.term, octet_length(p.chunk_ids) / 8, p.by_impact,"
+    " substring(p.chunk_ids FROM r.at * 8 + 1 FOR r.n * 8),"
+    " substring(p.tfs FROM r.at * 4 + 1 FOR r.n * 4),"
+    " substring(p.lengths FROM r.at * 4 + 1 FOR r.n * 4)"
+    " FROM unnest(%s::text[], %s::int[], %s::int[]) AS r(term, at, n)"
+    " JOIN {s}.keyword_packed p ON p.term = r.term"
+)
+FIRST_READ = 2048  # a term's postings the packed top-k search reads first
+FIRST_ALL = 16_384  # ... all of the rarest terms' while they hold this many together
+GROWTH = 4  # each round reads a term's list this many times further
+PROBE_LIMIT = 4096  # postings looked up by key, at most, to score the chunks left
+
+
+def _first_reads(names: list[str], frequencies: dict[str, int]) -> dict[str, int]:
+    """How far the first round reads each term's packed list: all of the rarest
+    terms' while they hold at most :data:`FIRST_ALL` postings, :data:`FIRST_READ` of
+    the others'."""
+    out = {t: min(FIRST_READ, frequencies[t]) for t in names}
+    held = 0
+    for t in sorted(names, key=lambda t: frequencies[t]):
+        held += frequencies[t]
+        if held > FIRST_ALL:
+            break
+        out[t] = frequencies[t]
+    return out
+
+
+def _joined(read: packed.Read, added: packed.Lists) -> packed.Lists:
+    """A term's whole packed list and its added chunks' postings, as one."""
+    return (
+        np.concatenate([read.ids, added[0]]),
+        np.concatenate([read.tfs, added[1]]),
+        np.concatenate([read.lengths, added[2]]),
+    )
+
 
 # A posting's BM25 share, as the exhaustive sum and the threshold algorithm compute it.
 _SHARE = "q.idf * p.tf * %(k1p)s / (p.tf + %(k1)s * (%(omb)s + %(b)s * p.length / %(avg)s))"
@@ -634,40 +782,6 @@ _SCORE = (
     "SELECT a.chunk_id, e.score FROM unnest(%(ids)s::bigint[]) AS a(chunk_id)"
     f" CROSS JOIN LATERAL {_EXACT.format('a')} e ORDER BY e.score DESC, a.chunk_id LIMIT %(k)s"
 )
-
-
-def _shares(idf: float, tf: np.ndarray, length: np.ndarray, average: float) -> np.ndarray:
-    """Each posting's BM25 share, the operations in the exhaustive SQL's order
-    (``idf·tf·(k1+1) / (tf + k1·((1−b) + b·len/avg))``): the same bits."""
-    tf = tf.astype(np.float64)
-    denominator = B * length.astype(np.float64)
-    denominator /= average
-    denominator += 1 - B
-    denominator *= K1
-    denominator += tf
-    share = idf * tf
-    share *= K1 + 1
-    share /= denominator
-    return share
-
-
-def _least_kth(scores: np.ndarray, at: list[np.ndarray], k: int) -> float:
-    """A score the k-th best reaches: the k-th best among the chunks of the shortest
-    lists (distinct, at least 4k of them when there are), so that only the chunks at
-    or above it are ranked; 0 when those hold fewer than k chunks."""
-    order = sorted(range(len(at)), key=lambda i: len(at[i]))
-    picked: list[np.ndarray] = []
-    held = 0
-    for i in order:
-        picked.append(at[i])
-        held += len(at[i])
-        if held >= 4 * k:
-            break
-    some = np.unique(np.concatenate(picked)) if picked else np.zeros(0, np.int64)
-    some = some[scores[some] > 0]
-    if len(some) < k:
-        return 0.0
-    return float(np.partition(scores[some], len(some) - k)[len(some) - k])
 
 
 def _seeds(names: list[str], frequencies: dict[str, int]) -> list[int]:
