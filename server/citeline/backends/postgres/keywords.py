@@ -552,16 +552,20 @@ class PostgresKeywordIndex:
         for term, idf in zip(query.terms, query.idfs, strict=True):
             weights[term] = weights.get(term, 0.0) + idf
         names = list(weights)
-        added = self._lists(cur, _ADDED, (names, upto), names)
-        removed_row = cur.execute(self._q(_REMOVED), binary=True).fetchone()
-        removed = np.frombuffer(bytes(removed_row[0]) if removed_row else b"", ">i8")
-        removed = removed.astype(np.int64)
         reads = {t: packed.Read(packed.NO_IDS, packed.NO_IDS, packed.NO_IDS, -1) for t in names}
         want = _first_reads(names, frequencies)
         held = sum(frequencies[t] for t in names)
+        # The first round in one exchange: the first slices, the added, the removed.
+        with self._conn.pipeline(), self._conn.cursor() as more, self._conn.cursor() as gone:
+            more.execute(self._q(_ADDED), (names, upto), binary=True)
+            gone.execute(self._q(_REMOVED), binary=True)
+            asked = names
+            first = self._slices(cur, reads, names, want)
+            added = self._lists(more.fetchall(), names)
+            removed_row = gone.fetchone()
+        removed = _native(removed_row[0] if removed_row else b"", ">i8", np.int64)
         while True:
-            asked = [t for t in names if reads[t].size < 0 or len(reads[t].ids) < want[t]]
-            if asked and not self._read_more(cur, reads, asked, want):
+            if asked and not self._take(reads, asked, first.fetchall()):
                 return None
             if all(reads[t].whole for t in names):
                 lists = {t: _joined(reads[t], added[t]) for t in names}
@@ -576,19 +580,24 @@ class PostgresKeywordIndex:
                 want[t] = min(reads[t].size, max(1, len(reads[t].ids)) * GROWTH)
             if sum(want.values()) > READ_SHARE * held:
                 want = {t: reads[t].size for t in names}
+            asked = [t for t in names if len(reads[t].ids) < want[t]]
+            first = self._slices(cur, reads, asked, want)
 
-    def _read_more(
+    def _slices(
         self,
         cur: psycopg.Cursor[Any],
         reads: dict[str, packed.Read],
         asked: list[str],
         want: dict[str, int],
-    ) -> bool:
-        """Each asked term's packed list read on to ``want[term]`` postings (a slice of
-        each array: only its pages are read); False for a list packed in id order."""
+    ) -> psycopg.Cursor[Any]:
+        """The statement reading each asked term's packed list on to ``want[term]``
+        postings (a slice of each array: only its pages are read)."""
         starts = [len(reads[t].ids) for t in asked]
         counts = [want[t] - len(reads[t].ids) for t in asked]
-        rows = cur.execute(self._q(_SLICES), (asked, starts, counts), binary=True).fetchall()
+        return cur.execute(self._q(_SLICES), (asked, starts, counts), binary=True)
+
+    def _take(self, reads: dict[str, packed.Read], asked: list[str], rows: list[Any]) -> bool:
+        """The slices read added to ``reads``; False for a list packed in id order."""
         for t in asked:
             reads[t].size = max(reads[t].size, len(reads[t].ids))  # no list: nothing held
         for term, size, by_impact, ids, tfs, lengths in rows:
@@ -596,21 +605,19 @@ class PostgresKeywordIndex:
                 return False
             read = reads[str(term)]
             read.size = int(size)
-            read.ids = np.concatenate([read.ids, np.frombuffer(bytes(ids), ">i8")])
-            read.tfs = np.concatenate([read.tfs, np.frombuffer(bytes(tfs), ">i4")])
-            read.lengths = np.concatenate([read.lengths, np.frombuffer(bytes(lengths), ">i4")])
+            read.ids = np.concatenate([read.ids, _native(ids, ">i8", np.int64)])
+            read.tfs = np.concatenate([read.tfs, _native(tfs, ">i4", np.int32)])
+            read.lengths = np.concatenate([read.lengths, _native(lengths, ">i4", np.int32)])
         return True
 
-    def _lists(
-        self, cur: psycopg.Cursor[Any], statement: str, args: Any, names: list[str]
-    ) -> dict[str, packed.Lists]:
-        """A statement's rows (term, ids, frequencies, lengths as packed arrays) as arrays."""
+    def _lists(self, rows: list[Any], names: list[str]) -> dict[str, packed.Lists]:
+        """Rows (term, ids, frequencies, lengths as packed arrays) as arrays, by term."""
         out: dict[str, packed.Lists] = {t: _EMPTY for t in names}
-        for term, ids, tfs, lengths in cur.execute(self._q(statement), args, binary=True):
+        for term, ids, tfs, lengths in rows:
             out[str(term)] = (
-                np.frombuffer(bytes(ids), ">i8").astype(np.int64),
-                np.frombuffer(bytes(tfs), ">i4"),
-                np.frombuffer(bytes(lengths), ">i4"),
+                _native(ids, ">i8", np.int64),
+                _native(tfs, ">i4", np.int32),
+                _native(lengths, ">i4", np.int32),
             )
         return out
 
@@ -622,23 +629,19 @@ class PostgresKeywordIndex:
         asked = [(t, ids) for t, ids in probes.items() if len(ids)]
         if not asked:
             return {}
-        statement = sql.SQL(" UNION ALL ").join(
-            sql.SQL(
-                "SELECT {i}::int, chunk_id, tf, length FROM {s}.postings"
-                " WHERE term = %s AND chunk_id = ANY(%s)"
-            ).format(i=sql.Literal(i), s=self._s)
-            for i in range(len(asked))
-        )
-        args: list[Any] = []
-        for t, ids in asked:
-            args += [t, [int(c) for c in ids]]
-        rows = cur.execute(statement, args, prepare=False).fetchall()
+        numbers = np.concatenate([np.full(len(ids), i + 1) for i, (_, ids) in enumerate(asked)])
+        chunk_ids = np.concatenate([ids for _, ids in asked])
+        rows = cur.execute(
+            self._q(_PROBE),
+            ([t for t, _ in asked], _array_text(numbers), _array_text(chunk_ids)),
+            prepare=False,
+        ).fetchall()
         got: dict[int, list[tuple[int, int, int]]] = {}
         for i, chunk_id, tf, length in rows:
             got.setdefault(int(i), []).append((int(chunk_id), int(tf), int(length)))
         out: dict[str, packed.Lists] = {}
         for i, (t, _) in enumerate(asked):
-            found = np.array(got.get(i, []), np.int64).reshape(-1, 3)
+            found = np.array(got.get(i + 1, []), np.int64).reshape(-1, 3)
             out[t] = (found[:, 0], found[:, 1], found[:, 2])
         return out
 
@@ -688,6 +691,14 @@ _SLICES = (
     " FROM unnest(%s::text[], %s::int[], %s::int[]) AS r(term, at, n)"
     " JOIN {s}.keyword_packed p ON p.term = r.term"
 )
+# Postings looked up by key: (term number, term, chunk id) each (a nested loop of
+# primary-key probes; a chunk without the term finds nothing).
+_PROBE = (
+    "SELECT r.i, r.chunk_id, p.tf, p.length"
+    " FROM unnest(%s::text[]) WITH ORDINALITY AS n(term, i)"
+    " JOIN unnest(%s::int[], %s::bigint[]) AS r(i, chunk_id) ON r.i = n.i"
+    " JOIN {s}.postings p ON p.term = n.term AND p.chunk_id = r.chunk_id"
+)
 FIRST_READ = 2048  # a term's postings the packed top-k search reads first
 FIRST_ALL = 16_384  # ... all of the rarest terms' while they hold this many together
 GROWTH = 4  # each round reads a term's list this many times further
@@ -706,6 +717,16 @@ def _first_reads(names: list[str], frequencies: dict[str, int]) -> dict[str, int
             break
         out[t] = frequencies[t]
     return out
+
+
+def _native(packed_bytes: Any, big_endian: str, kind: type[np.integer[Any]]) -> np.ndarray:
+    """A packed array (big-endian, as ``int8send`` / ``int4send`` write) in native order."""
+    return np.frombuffer(bytes(packed_bytes), big_endian).astype(kind)
+
+
+def _array_text(values: np.ndarray) -> str:
+    """Integers as an array literal (``{1,2,3}``): much cheaper to send than a list."""
+    return "{" + ",".join(values.astype(np.int64).astype(str).tolist()) + "}"
 
 
 def _joined(read: packed.Read, added: packed.Lists) -> packed.Lists:
