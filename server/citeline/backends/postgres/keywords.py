@@ -15,26 +15,34 @@ Tables (in the collection's schema):
 - ``keyword_stats``: the number of rows and of terms (BM25's average length), the
   average the impacts were computed with, and the packed lists' mark;
 - ``keyword_packed``: each term's postings as three packed arrays (chunk ids,
-  frequencies, lengths: big-endian int8 / int4 / int4, stored uncompressed), made by
+  frequencies, lengths: big-endian int8 / int4 / int4, stored uncompressed), best
+  first (by impact at the reference average), made by
   :meth:`PostgresKeywordIndex.pack` from ``postings``; they hold every chunk up to
-  the mark ``keyword_stats.packed_upto`` that existed when they were made;
+  the mark ``keyword_stats.packed_upto`` that existed when they were made
+  (``by_impact`` false: an older writer's, in id order);
 - ``packed_removed``: the chunks at or below the mark removed since.
 
-The writer keeps the last two exact in the same transaction as the rows.  The score
+Triggers on ``chunk_terms`` keep the last two exact whichever version writes (an
+older writer knows nothing of them): a chunk deleted at or below the mark is
+recorded in ``packed_removed``, one inserted at or below it or a ``TRUNCATE`` drops
+the lists.  The score
 of a chunk is ``Σ idf(t)·tf·(k1+1) / (tf + k1·(1 − b + b·len/avglen))`` with k1 = 1.2,
 b = 0.75 and ``idf = max(1e-6, ln((N − n + 0.5)/(n + 0.5)))``, FTS5's constants.
 Terms are folded as FTS5's ``unicode61`` tokenizer folds them (diacritics of Latin
 letters removed), so ``café`` and ``cafe`` are one term in both backends.
 
 **Search over the packed lists** (when the collection has them: the writer packs at
-the end of a run when none exist or :data:`REPACK_SHARE` of the chunks changed).  One
-statement each reads the query terms' packed lists, the postings of the chunks added
-since (ids above the mark, packed the same way) and the chunks removed since; numpy
-then sums every posting's share, computed as the exhaustive SQL computes it and
-added in the query's order, and zeroes the removed chunks.  A few rows of a few
-megabytes instead of a row per posting: exact, and the cost is the copy and the
-arithmetic.  An added chunk whose id is at or below the mark drops the lists (they
-would miss its postings), until the next pack.
+the end of a run when none exist or :data:`REPACK_SHARE` of the chunks changed).  A
+query whose terms hold at least :data:`TOP_K_FROM` postings is answered by a top-k
+search (:mod:`citeline.backends.postgres.packed`): each term's list read best first,
+in slices (:data:`FIRST_READ`, all of the rarest terms' up to :data:`FIRST_ALL`, then
+:data:`GROWTH` times further each round), with the postings of the chunks added since
+(ids above the mark) and the chunks removed since, until the chunks never met cannot
+be among the best k and the others' missing postings are at most
+:data:`PROBE_LIMIT`; those are looked up by key and the chunks left scored exactly.
+Otherwise numpy sums every posting's share, computed as the exhaustive SQL computes
+it and added in the query's order, and zeroes the removed chunks.  Either way the
+answer is the full sum's.
 
 **Top-k search without packed lists** (the threshold algorithm over impact-ordered
 postings).  A
@@ -353,8 +361,8 @@ class PostgresKeywordIndex:
             )
 
     def pack_due(self) -> bool:
-        """Whether the packed lists are missing, or more than :data:`REPACK_SHARE` of the
-        chunks were added or removed since they were made."""
+        """Whether the packed lists are missing, an older writer packed them in id order,
+        or more than :data:`REPACK_SHARE` of the chunks were added or removed since."""
         with self._conn.cursor() as cur:
             row = cur.execute(
                 self._q(
