@@ -15,34 +15,29 @@ Tables (in the collection's schema):
 - ``keyword_stats``: the number of rows and of terms (BM25's average length), the
   average the impacts were computed with, and the packed lists' mark;
 - ``keyword_packed``: each term's postings as three packed arrays (chunk ids,
-  frequencies, lengths: big-endian int8 / int4 / int4, stored uncompressed), best
-  first (by impact at the reference average), made by
+  frequencies, lengths: big-endian int8 / int4 / int4, stored uncompressed), made by
   :meth:`PostgresKeywordIndex.pack` from ``postings``; they hold every chunk up to
-  the mark ``keyword_stats.packed_upto`` that existed when they were made
-  (``by_impact`` false: an older writer's, in id order);
+  the mark ``keyword_stats.packed_upto`` that existed when they were made;
 - ``packed_removed``: the chunks at or below the mark removed since.
 
-Triggers on ``chunk_terms`` keep the last two exact whichever version writes (an
-older writer knows nothing of them): a chunk deleted at or below the mark is
-recorded in ``packed_removed``, one inserted at or below it or a ``TRUNCATE`` drops
-the lists.  The score
+Triggers on ``chunk_terms`` keep the last two exact in the same transaction as the
+rows, whichever version writes (an older writer knows nothing of packed lists): a
+chunk deleted at or below the mark is recorded in ``packed_removed``, one inserted at
+or below it or a ``TRUNCATE`` drops the lists.  The score
 of a chunk is ``Σ idf(t)·tf·(k1+1) / (tf + k1·(1 − b + b·len/avglen))`` with k1 = 1.2,
 b = 0.75 and ``idf = max(1e-6, ln((N − n + 0.5)/(n + 0.5)))``, FTS5's constants.
 Terms are folded as FTS5's ``unicode61`` tokenizer folds them (diacritics of Latin
 letters removed), so ``café`` and ``cafe`` are one term in both backends.
 
 **Search over the packed lists** (when the collection has them: the writer packs at
-the end of a run when none exist or :data:`REPACK_SHARE` of the chunks changed).  A
-query whose terms hold at least :data:`TOP_K_FROM` postings is answered by a top-k
-search (:mod:`citeline.backends.postgres.packed`): each term's list read best first,
-in slices (:data:`FIRST_READ`, all of the rarest terms' up to :data:`FIRST_ALL`, then
-:data:`GROWTH` times further each round), with the postings of the chunks added since
-(ids above the mark) and the chunks removed since, until the chunks never met cannot
-be among the best k and the others' missing postings are at most
-:data:`PROBE_LIMIT`; those are looked up by key and the chunks left scored exactly.
-Otherwise numpy sums every posting's share, computed as the exhaustive SQL computes
-it and added in the query's order, and zeroes the removed chunks.  Either way the
-answer is the full sum's.
+the end of a run when none exist or :data:`REPACK_SHARE` of the chunks changed).  One
+statement each reads the query terms' packed lists, the postings of the chunks added
+since (ids above the mark, packed the same way) and the chunks removed since; numpy
+then sums every posting's share, computed as the exhaustive SQL computes it and
+added in the query's order, and zeroes the removed chunks.  A few rows of a few
+megabytes instead of a row per posting: exact, and the cost is the copy and the
+arithmetic.  An added chunk whose id is at or below the mark drops the lists (they
+would miss its postings), until the next pack.
 
 **Top-k search without packed lists** (the threshold algorithm over impact-ordered
 postings).  A
@@ -88,7 +83,6 @@ import psycopg
 from psycopg import sql
 from psycopg.pq import TransactionStatus
 
-from citeline.backends.postgres import packed
 from citeline.core.keywords import K1, B, bm25_idf, bm25_weight, fold
 
 TABLES = ("chunk_terms", "postings", "term_df", "keyword_stats", "keyword_packed", "packed_removed")
@@ -128,7 +122,6 @@ ALTER TABLE {s}.keyword_packed ALTER COLUMN chunk_ids SET STORAGE EXTERNAL,
     ALTER COLUMN tfs SET STORAGE EXTERNAL, ALTER COLUMN lengths SET STORAGE EXTERNAL;
 CREATE TABLE IF NOT EXISTS {s}.packed_removed (chunk_id bigint PRIMARY KEY);
 ALTER TABLE {s}.keyword_stats ADD COLUMN IF NOT EXISTS packed_upto bigint;
-ALTER TABLE {s}.keyword_packed ADD COLUMN IF NOT EXISTS by_impact boolean NOT NULL DEFAULT false;
 CREATE OR REPLACE FUNCTION {s}.packed_removal() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
     INSERT INTO {s}.packed_removed SELECT g.chunk_id FROM gone g, {s}.keyword_stats k
@@ -336,20 +329,16 @@ class PostgresKeywordIndex:
 
     def pack(self) -> None:
         """Each term's postings as three packed arrays (chunk ids, frequencies, lengths),
-        best first (by impact at the reference average, recomputed here, then by id),
         marked with the highest chunk id they hold.  Join the caller's transaction."""
-        impact = IMPACT.format(k1p=K1 + 1, k1=K1, omb=1 - B, b=B, a="s.a").replace("p.", "")
-        order = f"ORDER BY {impact} DESC, chunk_id"
         with self._conn.cursor() as cur:
             self._unpack(cur)
             cur.execute(
                 self._q(
-                    "INSERT INTO {s}.keyword_packed (term, chunk_ids, tfs, lengths, by_impact)"
-                    f" SELECT term, string_agg(int8send(chunk_id), '' {order}),"
-                    f" string_agg(int4send(tf), '' {order}),"
-                    f" string_agg(int4send(length), '' {order}), true"
-                    " FROM {s}.postings, (SELECT coalesce(impact_average, 1)::float8 AS a"
-                    " FROM {s}.keyword_stats) s GROUP BY term"
+                    "INSERT INTO {s}.keyword_packed SELECT term,"
+                    " string_agg(int8send(chunk_id), '' ORDER BY chunk_id),"
+                    " string_agg(int4send(tf), '' ORDER BY chunk_id),"
+                    " string_agg(int4send(length), '' ORDER BY chunk_id)"
+                    " FROM {s}.postings GROUP BY term"
                 )
             )
             cur.execute(
@@ -361,21 +350,19 @@ class PostgresKeywordIndex:
             )
 
     def pack_due(self) -> bool:
-        """Whether the packed lists are missing, an older writer packed them in id order,
-        or more than :data:`REPACK_SHARE` of the chunks were added or removed since."""
+        """Whether the packed lists are missing, or more than :data:`REPACK_SHARE` of the
+        chunks were added or removed since they were made."""
         with self._conn.cursor() as cur:
             row = cur.execute(
                 self._q(
                     "SELECT rows, packed_upto,"
                     " (SELECT count(*) FROM {s}.chunk_terms WHERE chunk_id > packed_upto)"
-                    " + (SELECT count(*) FROM {s}.packed_removed),"
-                    " EXISTS (SELECT FROM {s}.keyword_packed WHERE NOT by_impact)"
-                    " FROM {s}.keyword_stats"
+                    " + (SELECT count(*) FROM {s}.packed_removed) FROM {s}.keyword_stats"
                 )
             ).fetchone()
         if row is None or not int(row[0]):
             return False
-        return row[1] is None or bool(row[3]) or int(row[2]) > REPACK_SHARE * int(row[0])
+        return row[1] is None or int(row[2]) > REPACK_SHARE * int(row[0])
 
     # -- reading ------------------------------------------------------------------
 
@@ -436,10 +423,6 @@ class PostgresKeywordIndex:
             average = length / total
             held = sum(frequencies[t] for t in set(present))
             if top_k and upto is not None:
-                if reference is not None and held >= TOP_K_FROM:
-                    found = self._packed_top_k(cur, query, frequencies, upto, average, reference, k)
-                    if found is not None:
-                        return found
                 return self._packed(cur, query, upto, average, k)
             if top_k and reference is not None and held >= TOP_K_FROM:
                 found = self._threshold(cur, query, frequencies, average, reference, k)
@@ -539,119 +522,41 @@ class PostgresKeywordIndex:
                 np.concatenate([np.frombuffer(f, ">i4") for _, f, _ in got] or [_NO_INTS]),
                 np.concatenate([np.frombuffer(n, ">i4") for _, _, n in got] or [_NO_INTS]),
             )
-        return packed.rank_all(query.terms, query.idfs, lists, removed, average, k)
-
-    def _packed_top_k(
-        self,
-        cur: psycopg.Cursor[Any],
-        query: _Query,
-        frequencies: dict[str, int],
-        upto: int,
-        average: float,
-        reference: float,
-        k: int,
-    ) -> list[tuple[int, float]] | None:
-        """The best ``k`` from each term's best postings (:mod:`packed`'s docstring):
-        the packed lists read best first, a few times more of each term every round,
-        until the chunks never met cannot be among the best ``k`` and the others' missing
-        postings are few enough to look up; None for lists an older writer packed in id
-        order (the caller sums them all)."""
-        weights: dict[str, float] = {}
+        held = sum(len(ids) for ids, _, _ in lists.values())
+        if not held:
+            return []
+        top = max(int(ids.max()) for ids, _, _ in lists.values() if len(ids))
+        dense = top < 8 * held + 4096  # a score slot per id, else per id met
+        ids_of = None
+        if not dense:
+            ids_of = np.unique(np.concatenate([ids for ids, _, _ in lists.values()]))
+        at: list[np.ndarray] = []
+        shares: list[np.ndarray] = []
         for term, idf in zip(query.terms, query.idfs, strict=True):
-            weights[term] = weights.get(term, 0.0) + idf
-        names = list(weights)
-        reads = {t: packed.Read(packed.NO_IDS, packed.NO_IDS, packed.NO_IDS, -1) for t in names}
-        want = _first_reads(names, frequencies)
-        held = sum(frequencies[t] for t in names)
-        # The first round in one exchange: the first slices, the added, the removed.
-        with self._conn.pipeline(), self._conn.cursor() as more, self._conn.cursor() as gone:
-            more.execute(self._q(_ADDED), (names, upto), binary=True)
-            gone.execute(self._q(_REMOVED), binary=True)
-            asked = names
-            first = self._slices(cur, reads, names, want)
-            added = self._lists(more.fetchall(), names)
-            removed_row = gone.fetchone()
-        removed = _native(removed_row[0] if removed_row else b"", ">i8", np.int64)
-        while True:
-            if asked and not self._take(reads, asked, first.fetchall()):
-                return None
-            if all(reads[t].whole for t in names):
-                lists = {t: _joined(reads[t], added[t]) for t in names}
-                return packed.rank_all(query.terms, query.idfs, lists, removed, average, k)
-            chosen = packed.candidates(weights, reads, added, removed, average, reference, k)
-            if chosen is not None and chosen.probe_count <= PROBE_LIMIT:
-                found = self._probe(cur, chosen.probes)
-                return packed.rank_some(
-                    query.terms, query.idfs, chosen, reads, added, found, average, k
-                )
-            for t in names:
-                want[t] = min(reads[t].size, max(1, len(reads[t].ids)) * GROWTH)
-            if sum(want.values()) > READ_SHARE * held:
-                want = {t: reads[t].size for t in names}
-            asked = [t for t in names if len(reads[t].ids) < want[t]]
-            first = self._slices(cur, reads, asked, want)
-
-    def _slices(
-        self,
-        cur: psycopg.Cursor[Any],
-        reads: dict[str, packed.Read],
-        asked: list[str],
-        want: dict[str, int],
-    ) -> psycopg.Cursor[Any]:
-        """The statement reading each asked term's packed list on to ``want[term]``
-        postings (a slice of each array: only its pages are read)."""
-        starts = [len(reads[t].ids) for t in asked]
-        counts = [want[t] - len(reads[t].ids) for t in asked]
-        return cur.execute(self._q(_SLICES), (asked, starts, counts), binary=True)
-
-    def _take(self, reads: dict[str, packed.Read], asked: list[str], rows: list[Any]) -> bool:
-        """The slices read added to ``reads``; False for a list packed in id order."""
-        for t in asked:
-            reads[t].size = max(reads[t].size, len(reads[t].ids))  # no list: nothing held
-        for term, size, by_impact, ids, tfs, lengths in rows:
-            if not by_impact:
-                return False
-            read = reads[str(term)]
-            read.size = int(size)
-            read.ids = np.concatenate([read.ids, _native(ids, ">i8", np.int64)])
-            read.tfs = np.concatenate([read.tfs, _native(tfs, ">i4", np.int32)])
-            read.lengths = np.concatenate([read.lengths, _native(lengths, ">i4", np.int32)])
-        return True
-
-    def _lists(self, rows: list[Any], names: list[str]) -> dict[str, packed.Lists]:
-        """Rows (term, ids, frequencies, lengths as packed arrays) as arrays, by term."""
-        out: dict[str, packed.Lists] = {t: _EMPTY for t in names}
-        for term, ids, tfs, lengths in rows:
-            out[str(term)] = (
-                _native(ids, ">i8", np.int64),
-                _native(tfs, ">i4", np.int32),
-                _native(lengths, ">i4", np.int32),
-            )
-        return out
-
-    def _probe(
-        self, cur: psycopg.Cursor[Any], probes: dict[str, np.ndarray]
-    ) -> dict[str, packed.Lists]:
-        """The postings of these chunks in these terms, looked up by key (one statement;
-        a chunk without the term finds nothing)."""
-        asked = [(t, ids) for t, ids in probes.items() if len(ids)]
-        if not asked:
-            return {}
-        numbers = np.concatenate([np.full(len(ids), i + 1) for i, (_, ids) in enumerate(asked)])
-        chunk_ids = np.concatenate([ids for _, ids in asked])
-        rows = cur.execute(
-            self._q(_PROBE),
-            ([t for t, _ in asked], _array_text(numbers), _array_text(chunk_ids)),
-            prepare=False,
-        ).fetchall()
-        got: dict[int, list[tuple[int, int, int]]] = {}
-        for i, chunk_id, tf, length in rows:
-            got.setdefault(int(i), []).append((int(chunk_id), int(tf), int(length)))
-        out: dict[str, packed.Lists] = {}
-        for i, (t, _) in enumerate(asked):
-            found = np.array(got.get(i + 1, []), np.int64).reshape(-1, 3)
-            out[t] = (found[:, 0], found[:, 1], found[:, 2])
-        return out
+            ids, tf, length = lists[term]
+            at.append(ids.astype(np.int64) if ids_of is None else np.searchsorted(ids_of, ids))
+            shares.append(_shares(idf, tf, length, average))
+        # One pass in the query's order: a chunk's shares are added as the SQL sum adds them.
+        scores = np.bincount(
+            np.concatenate(at),
+            weights=np.concatenate(shares),
+            minlength=top + 1 if ids_of is None else len(ids_of),
+        )
+        if ids_of is None:
+            scores[removed[removed <= top]] = 0.0
+        else:
+            slot = np.searchsorted(ids_of, removed)
+            inside = slot < len(ids_of)
+            slot, kept = slot[inside], removed[inside]
+            scores[slot[ids_of[slot] == kept]] = 0.0
+        met = np.flatnonzero(scores >= _least_kth(scores, at, k))
+        met = met[scores[met] > 0]
+        if len(met) > k:
+            kth = np.partition(scores[met], len(met) - k)[len(met) - k]
+            met = met[scores[met] >= kth]
+        chunk_ids = met if ids_of is None else ids_of[met]
+        order = np.lexsort((chunk_ids, -scores[met]))[:k]
+        return [(int(chunk_ids[i]), float(scores[met[i]])) for i in order]
 
     def document_frequencies(self, terms: Sequence[str]) -> tuple[int, dict[str, int]]:
         with self._snapshot() as cur:
@@ -688,63 +593,6 @@ _REMOVED = (
 )
 _NO_IDS = np.zeros(0, ">i8")
 _NO_INTS = np.zeros(0, ">i4")
-_EMPTY: packed.Lists = (packed.NO_IDS, packed.NO_IDS, packed.NO_IDS)
-# Slices of the query's terms' packed lists: ``n`` postings from the ``at``-th (the
-# arrays are stored uncompressed, so a slice reads only its pages), and each list's size.
-_SLICES = (
-    "SELECT r.term, octet_length(p.chunk_ids) / 8, p.by_impact,"
-    " substring(p.chunk_ids FROM r.at * 8 + 1 FOR r.n * 8),"
-    " substring(p.tfs FROM r.at * 4 + 1 FOR r.n * 4),"
-    " substring(p.lengths FROM r.at * 4 + 1 FOR r.n * 4)"
-    " FROM unnest(%s::text[], %s::int[], %s::int[]) AS r(term, at, n)"
-    " JOIN {s}.keyword_packed p ON p.term = r.term"
-)
-# Postings looked up by key: (term number, term, chunk id) each (a nested loop of
-# primary-key probes; a chunk without the term finds nothing).
-_PROBE = (
-    "SELECT r.i, r.chunk_id, p.tf, p.length"
-    " FROM unnest(%s::text[]) WITH ORDINALITY AS n(term, i)"
-    " JOIN unnest(%s::int[], %s::bigint[]) AS r(i, chunk_id) ON r.i = n.i"
-    " JOIN {s}.postings p ON p.term = n.term AND p.chunk_id = r.chunk_id"
-)
-FIRST_READ = 2048  # a term's postings the packed top-k search reads first
-FIRST_ALL = 16_384  # ... all of the rarest terms' while they hold this many together
-GROWTH = 4  # each round reads a term's list this many times further
-PROBE_LIMIT = 4096  # postings looked up by key, at most, to score the chunks left
-
-
-def _first_reads(names: list[str], frequencies: dict[str, int]) -> dict[str, int]:
-    """How far the first round reads each term's packed list: all of the rarest
-    terms' while they hold at most :data:`FIRST_ALL` postings, :data:`FIRST_READ` of
-    the others'."""
-    out = {t: min(FIRST_READ, frequencies[t]) for t in names}
-    held = 0
-    for t in sorted(names, key=lambda t: frequencies[t]):
-        held += frequencies[t]
-        if held > FIRST_ALL:
-            break
-        out[t] = frequencies[t]
-    return out
-
-
-def _native(packed_bytes: Any, big_endian: str, kind: type[np.integer[Any]]) -> np.ndarray:
-    """A packed array (big-endian, as ``int8send`` / ``int4send`` write) in native order."""
-    return np.frombuffer(bytes(packed_bytes), big_endian).astype(kind)
-
-
-def _array_text(values: np.ndarray) -> str:
-    """Integers as an array literal (``{1,2,3}``): much cheaper to send than a list."""
-    return "{" + ",".join(values.astype(np.int64).astype(str).tolist()) + "}"
-
-
-def _joined(read: packed.Read, added: packed.Lists) -> packed.Lists:
-    """A term's whole packed list and its added chunks' postings, as one."""
-    return (
-        np.concatenate([read.ids, added[0]]),
-        np.concatenate([read.tfs, added[1]]),
-        np.concatenate([read.lengths, added[2]]),
-    )
-
 
 # A posting's BM25 share, as the exhaustive sum and the threshold algorithm compute it.
 _SHARE = "q.idf * p.tf * %(k1p)s / (p.tf + %(k1)s * (%(omb)s + %(b)s * p.length / %(avg)s))"
@@ -811,6 +659,40 @@ _SCORE = (
     "SELECT a.chunk_id, e.score FROM unnest(%(ids)s::bigint[]) AS a(chunk_id)"
     f" CROSS JOIN LATERAL {_EXACT.format('a')} e ORDER BY e.score DESC, a.chunk_id LIMIT %(k)s"
 )
+
+
+def _shares(idf: float, tf: np.ndarray, length: np.ndarray, average: float) -> np.ndarray:
+    """Each posting's BM25 share, the operations in the exhaustive SQL's order
+    (``idf·tf·(k1+1) / (tf + k1·((1−b) + b·len/avg))``): the same bits."""
+    tf = tf.astype(np.float64)
+    denominator = B * length.astype(np.float64)
+    denominator /= average
+    denominator += 1 - B
+    denominator *= K1
+    denominator += tf
+    share = idf * tf
+    share *= K1 + 1
+    share /= denominator
+    return share
+
+
+def _least_kth(scores: np.ndarray, at: list[np.ndarray], k: int) -> float:
+    """A score the k-th best reaches: the k-th best among the chunks of the shortest
+    lists (distinct, at least 4k of them when there are), so that only the chunks at
+    or above it are ranked; 0 when those hold fewer than k chunks."""
+    order = sorted(range(len(at)), key=lambda i: len(at[i]))
+    picked: list[np.ndarray] = []
+    held = 0
+    for i in order:
+        picked.append(at[i])
+        held += len(at[i])
+        if held >= 4 * k:
+            break
+    some = np.unique(np.concatenate(picked)) if picked else np.zeros(0, np.int64)
+    some = some[scores[some] > 0]
+    if len(some) < k:
+        return 0.0
+    return float(np.partition(scores[some], len(some) - k)[len(some) - k])
 
 
 def _seeds(names: list[str], frequencies: dict[str, int]) -> list[int]:
