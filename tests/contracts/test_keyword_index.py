@@ -210,3 +210,45 @@ def test_packed_lists_rank_as_scoring_every_posting_through_changes(
     assert len(answered) == before  # the SQL paths answer
     index.pack()
     assert check(questions()[-40:] + random_queries(corpus, 60, seed=8)) == 0
+
+
+def test_an_older_writers_removals_and_reused_ids_reach_the_packed_lists(
+    request: pytest.FixtureRequest,
+) -> None:
+    """A writer that knows nothing of packed lists (an older version: it deletes and
+    inserts the rows, and nothing else) still has its removals left out of packed
+    searches, and an id it reuses at or below the mark drops the lists (triggers on
+    ``chunk_terms``)."""
+    index = postgres_index(request)
+    assert isinstance(index, pg_keywords.PostgresKeywordIndex)
+    corpus = corpus_terms()[:400]
+    index.add_many(list(enumerate(corpus, start=1)))
+    index.pack()
+    query = questions()[0]
+    best = index.search(query, 5)[0][0]
+    conn = index._conn
+    s = index._s
+    with conn.transaction():  # the older writer's removal: its rows only
+        conn.execute(
+            psycopg.sql.SQL("DELETE FROM {}.chunk_terms WHERE chunk_id = %s").format(s), (best,)
+        )
+        conn.execute(
+            psycopg.sql.SQL("DELETE FROM {}.postings WHERE chunk_id = %s").format(s), (best,)
+        )
+    state = psycopg.sql.SQL(
+        "SELECT packed_upto IS NOT NULL, (SELECT array_agg(chunk_id) FROM {0}.packed_removed)"
+        " FROM {0}.keyword_stats"
+    ).format(s)
+    assert conn.execute(state).fetchone() == (True, [best])  # still packed, the removal kept
+    assert best not in {i for i, _ in index.search(query, 50)}
+    assert ranked_alike(index.search(query, 50), index.search_exhaustive(query, 50))
+    conn.execute(  # the older writer reuses an id below the mark
+        psycopg.sql.SQL("INSERT INTO {}.chunk_terms VALUES (%s, %s, %s)").format(s),
+        (best, ["x"], 1),
+    )
+    upto = conn.execute(psycopg.sql.SQL("SELECT packed_upto FROM {}.keyword_stats").format(s))
+    assert upto.fetchone() == (None,)
+    index.pack()
+    conn.execute(psycopg.sql.SQL("TRUNCATE {}.chunk_terms").format(s))  # its clear
+    upto = conn.execute(psycopg.sql.SQL("SELECT packed_upto FROM {}.keyword_stats").format(s))
+    assert upto.fetchone() == (None,)

@@ -20,7 +20,10 @@ Tables (in the collection's schema):
   the mark ``keyword_stats.packed_upto`` that existed when they were made;
 - ``packed_removed``: the chunks at or below the mark removed since.
 
-The writer keeps the last two exact in the same transaction as the rows.  The score
+Triggers on ``chunk_terms`` keep the last two exact in the same transaction as the
+rows, whichever version writes (an older writer knows nothing of packed lists): a
+chunk deleted at or below the mark is recorded in ``packed_removed``, one inserted at
+or below it or a ``TRUNCATE`` drops the lists.  The score
 of a chunk is ``Σ idf(t)·tf·(k1+1) / (tf + k1·(1 − b + b·len/avglen))`` with k1 = 1.2,
 b = 0.75 and ``idf = max(1e-6, ln((N − n + 0.5)/(n + 0.5)))``, FTS5's constants.
 Terms are folded as FTS5's ``unicode61`` tokenizer folds them (diacritics of Latin
@@ -119,6 +122,41 @@ ALTER TABLE {s}.keyword_packed ALTER COLUMN chunk_ids SET STORAGE EXTERNAL,
     ALTER COLUMN tfs SET STORAGE EXTERNAL, ALTER COLUMN lengths SET STORAGE EXTERNAL;
 CREATE TABLE IF NOT EXISTS {s}.packed_removed (chunk_id bigint PRIMARY KEY);
 ALTER TABLE {s}.keyword_stats ADD COLUMN IF NOT EXISTS packed_upto bigint;
+CREATE OR REPLACE FUNCTION {s}.packed_removal() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    INSERT INTO {s}.packed_removed SELECT g.chunk_id FROM gone g, {s}.keyword_stats k
+        WHERE g.chunk_id <= k.packed_upto ON CONFLICT DO NOTHING;
+    RETURN NULL;
+END $$;
+CREATE OR REPLACE FUNCTION {s}.unpack() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    DELETE FROM {s}.keyword_packed;
+    DELETE FROM {s}.packed_removed;
+    UPDATE {s}.keyword_stats SET packed_upto = NULL;
+    RETURN NULL;
+END $$;
+CREATE OR REPLACE FUNCTION {s}.packed_reuse() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF EXISTS (SELECT FROM came c, {s}.keyword_stats k WHERE c.chunk_id <= k.packed_upto) THEN
+        DELETE FROM {s}.keyword_packed;
+        DELETE FROM {s}.packed_removed;
+        UPDATE {s}.keyword_stats SET packed_upto = NULL;
+    END IF;
+    RETURN NULL;
+END $$;
+DO $$ BEGIN
+    IF NOT EXISTS (SELECT FROM pg_trigger WHERE tgname = 'packed_removal'
+            AND tgrelid = '{s}.chunk_terms'::regclass) THEN
+        CREATE TRIGGER packed_removal AFTER DELETE ON {s}.chunk_terms
+            REFERENCING OLD TABLE AS gone FOR EACH STATEMENT
+            EXECUTE FUNCTION {s}.packed_removal();
+        CREATE TRIGGER packed_reuse AFTER INSERT ON {s}.chunk_terms
+            REFERENCING NEW TABLE AS came FOR EACH STATEMENT
+            EXECUTE FUNCTION {s}.packed_reuse();
+        CREATE TRIGGER packed_truncate AFTER TRUNCATE ON {s}.chunk_terms
+            FOR EACH STATEMENT EXECUTE FUNCTION {s}.unpack();
+    END IF;
+END $$;
 """
 
 # A posting's impact from its frequency and length, and the reference average ``a``.
@@ -178,9 +216,8 @@ class PostgresKeywordIndex:
             counted.append(counts)
             df.update(counts.keys())
         with self._conn.cursor() as cur:
-            reference, upto = self._impact_average(cur, sum(lengths) / len(ids))
-            if upto is not None and min(ids) <= upto:
-                self._unpack(cur)  # the packed lists would miss this chunk's postings
+            # (an id at or below the packed lists' mark drops them: the trigger packed_reuse)
+            reference = self._impact_average(cur, sum(lengths) / len(ids))
             postings: tuple[list[str], list[int], list[int], list[int], list[float]] = (
                 [],
                 [],
@@ -215,19 +252,16 @@ class PostgresKeywordIndex:
                 (len(ids), sum(lengths)),
             )
 
-    def _impact_average(self, cur: psycopg.Cursor[Any], average: float) -> tuple[float, int | None]:
-        """The average length impacts are computed with (the first write's, kept), and
-        the packed lists' mark (None: no packed lists)."""
+    def _impact_average(self, cur: psycopg.Cursor[Any], average: float) -> float:
+        """The average length impacts are computed with (the first write's, kept)."""
         row = cur.execute(
             self._q(
                 "UPDATE {s}.keyword_stats SET impact_average = coalesce(impact_average, %s)"
-                " RETURNING impact_average, packed_upto"
+                " RETURNING impact_average"
             ),
             (max(1.0, average),),
         ).fetchone()
-        if not row:
-            return max(1.0, average), None
-        return float(row[0]), None if row[1] is None else int(row[1])
+        return max(1.0, average) if not row else float(row[0])
 
     def _bump_df(self, cur: psycopg.Cursor[Any], df: Counter[str], sign: int) -> None:
         if not df:
@@ -258,17 +292,9 @@ class PostgresKeywordIndex:
                 ),
                 ([int(i) for i in ids],),
             )
-            removed = cur.fetchall()
+            removed = cur.fetchall()  # (packed_removed gets them: the trigger packed_removal)
             if not removed:
                 return
-            cur.execute(  # packed postings of these chunks are skipped from now on
-                self._q(
-                    "INSERT INTO {s}.packed_removed SELECT c FROM unnest(%s::bigint[]) AS c"
-                    " WHERE c <= (SELECT packed_upto FROM {s}.keyword_stats)"
-                    " ON CONFLICT DO NOTHING"
-                ),
-                ([int(r[0]) for r in removed],),
-            )
             pairs = sorted((str(t), int(c)) for c, terms, _ in removed for t in terms)
             cur.execute(  # each posting by its key: a common term's others are not read
                 self._q(
@@ -291,8 +317,7 @@ class PostgresKeywordIndex:
             cur.execute(self._q("TRUNCATE {s}.chunk_terms, {s}.postings, {s}.term_df"))
             cur.execute(
                 self._q("UPDATE {s}.keyword_stats SET rows = 0, terms = 0, impact_average = NULL")
-            )
-            self._unpack(cur)
+            )  # (no packed lists: the trigger packed_truncate)
 
     # -- packed lists -----------------------------------------------------------------
 
