@@ -370,7 +370,9 @@ class IndexSide:
         return self._run(lambda ws: ws.unit_vectors(texts))
 
     def embed_query(self, query: str) -> FloatMatrix:
-        return self._run(lambda ws: ws.retriever.query_vector(query))
+        """The question's vector as retrieval scores by (``Retriever.scoring_vector``):
+        the units' cosines are on the scale of the hits'."""
+        return self._run(lambda ws: ws.retriever.scoring_vector(query))
 
     def embedder_name(self) -> str:
         return self._run(lambda ws: ws.embedder.name)
