@@ -70,8 +70,7 @@ class RetrievalSettings:
     #: multilingual model ranks passages in the question's own language above the
     #: other language's answer; without that component, across languages ranks by
     #: meaning (a folder with one kind of text has no direction: nothing changes).
-    #: Hits report the cosine retrieval ranked by (the query without that component),
-    #: so the evidence gate and the answer scorer read the same closeness.
+    #: Hits keep the cosine of the query as embedded.
     language_neutral: bool = False
 
     def calibrated(self, cosine: float) -> float:
@@ -129,29 +128,16 @@ class Retriever:
     # -- the two methods ---------------------------------------------------------
 
     def dense(self, query: str, k: int) -> tuple[np.ndarray, list[tuple[int, float]]]:
-        """The vector searched by (:meth:`scoring_vector`) and (chunk id, cosine with
-        it) for the k nearest chunks."""
-        vector = self.scoring_vector(query)
-        return vector, self.index.dense_search(vector, k)
-
-    def scoring_vector(self, query: str) -> np.ndarray:
-        """The vector this index ranks and scores chunks by: the query's embedding, or
-        with ``language_neutral`` in a folder of both kinds of text, that embedding
-        without its component along the language direction, of unit length again (so
-        what the index returns are cosines, the scale the evidence gate reads: a
-        question across languages is as close to its page as one in the page's own
-        language)."""
+        """The query vector and (chunk id, cosine) for the k nearest chunks (with
+        ``language_neutral``, nearest once the language direction is removed)."""
         vector = self.query_vector(query)
         direction = self.language_direction() if self.settings.language_neutral else None
         if direction is None:
-            return vector
+            return vector, self.index.dense_search(vector, k)
         neutral = vector - np.float32(vector @ direction) * direction
-        norm = float(np.linalg.norm(neutral))
-        if norm < 1e-6:  # the query is the direction itself: nothing else to rank by
-            return vector
-        neutral = (neutral / np.float32(norm)).astype(np.float32)
-        neutral.setflags(write=False)
-        return neutral
+        ranked = [cid for cid, _ in self.index.dense_search(neutral, k)]
+        cosines = self.index.similarity(vector, ranked)
+        return vector, [(cid, cosines[cid]) for cid in ranked if cid in cosines]
 
     def language_direction(self) -> np.ndarray | None:
         """The unit vector from the index's mean other chunk to its mean CJK chunk, or

@@ -370,9 +370,7 @@ class IndexSide:
         return self._run(lambda ws: ws.unit_vectors(texts))
 
     def embed_query(self, query: str) -> FloatMatrix:
-        """The question's vector as retrieval scores by (``Retriever.scoring_vector``):
-        the units' cosines are on the scale of the hits'."""
-        return self._run(lambda ws: ws.retriever.scoring_vector(query))
+        return self._run(lambda ws: ws.retriever.query_vector(query))
 
     def embedder_name(self) -> str:
         return self._run(lambda ws: ws.embedder.name)
