@@ -15,6 +15,10 @@ def test_the_context_fits_the_longest_sequence_and_divides_into_sequences() -> N
     assert n_ctx == 8192 and n_ctx % n_seq_max == 0
     n_ctx, n_seq_max = decode_shape(300, 300, 7)
     assert n_ctx == 320 and n_ctx % n_seq_max == 0 and n_seq_max <= 7  # rounded up to 64
+    # no more sequences than a decode of the token budget can hold
+    assert decode_shape(256, 512, 256, budget=64) == (512, 64)
+    n_ctx, n_seq_max = decode_shape(256, 512, 256, budget=100)
+    assert n_seq_max == 64 and n_ctx % n_seq_max == 0
 
 
 def test_decodes_are_filled_longest_first_up_to_the_budget() -> None:

@@ -27,17 +27,26 @@ MIN_CONTEXT = 512
 DEFAULT_DECODE_TOKEN_BUDGET = 64
 
 
-def decode_shape(max_tokens: int, n_ctx_train: int, max_parallel: int) -> tuple[int, int]:
+def decode_shape(
+    max_tokens: int, n_ctx_train: int, max_parallel: int, budget: int | None = None
+) -> tuple[int, int]:
     """``(n_ctx, n_seq_max)`` for sequences of at most ``max_tokens`` tokens.
 
     Each sequence must fit one micro-batch (non-causal attention needs the whole
     sequence at once); a context at the training length measured fastest.  llama.cpp
     aborts (GGML_ASSERT in its mean-pooling graph) when ``n_seq_max`` does not divide
     the micro-batch size, so it is the largest divisor of ``n_ctx`` it allows.
+
+    ``budget``: the decode token budget (:func:`pack_decodes`).  A decode of shorter
+    sequences holds at most that many (each has a token), so ``n_seq_max`` needs no
+    more; and a context reserves, and clears, ``n_vocab`` floats of logits for each of
+    its ``n_seq_max`` outputs when it is made, even for an embedding model: with
+    multilingual-e5-small's 250,002 pieces, 244 MiB per lane at 256 sequences, 61 MiB
+    at 64 (docs/performance.md, "The multilingual model's memory").
     """
     n_ctx = max(max_tokens, min(n_ctx_train, MIN_CONTEXT))
     n_ctx = -(-n_ctx // 64) * 64
-    cap = min(n_ctx, max_parallel)
+    cap = min(n_ctx, max_parallel, budget or n_ctx)
     n_seq_max = max(d for d in range(1, cap + 1) if n_ctx % d == 0)
     return n_ctx, n_seq_max
 

@@ -167,8 +167,9 @@ class LlamaEncoder:
                 n_ctx_train,
             )
             max_tokens = n_ctx_train
+        budget = self._decode_token_budget or DEFAULT_DECODE_TOKEN_BUDGET
         n_ctx, n_seq_max = decode_shape(
-            max_tokens, n_ctx_train, int(llama_cpp.llama_max_parallel_sequences())
+            max_tokens, n_ctx_train, int(llama_cpp.llama_max_parallel_sequences()), budget
         )
         self._max_group = n_seq_max
         if max_sequences_per_decode is not None:
@@ -188,7 +189,6 @@ class LlamaEncoder:
         if width <= 0:
             raise self.error(f"{name} reports output size {width}")
         self._width = width
-        budget = self._decode_token_budget or DEFAULT_DECODE_TOKEN_BUDGET
         self._budget = min(budget, n_ctx)
         self._max_tokens = max_tokens
         self._n_threads = threads

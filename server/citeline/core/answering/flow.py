@@ -7,7 +7,8 @@
    such as ``core.sshCommand``, jargon the embedder does not know whole, or, for
    a CJK question read by keywords alone, half its content terms), refuse too: no
    passage can answer it (``scoring.UnitScorer.missing_terms``).  Evidence whose
-   answerability is below the model's floor (``fitted.Models.floor``, CJK only) is
+   answerability is below the model's floor (``fitted.Models.floor``, CJK only;
+   not for evidence found across languages, ``across_languages``) is
    off the topic: refused.
 3. Otherwise the evidence is on the topic and the answer is made from it.  Every
    unit of the evidence is scored against the question (``scoring``), and the
@@ -58,7 +59,7 @@ from citeline.core.answering.settings import EXTRACTIVE, GENERATIVE, AnswerSetti
 from citeline.core.answering.verification import Verified, VerifySettings, verify
 from citeline.core.documents import Hit
 from citeline.core.generation import Generator
-from citeline.core.scripts import detect_language, is_cjk_question
+from citeline.core.scripts import detect_language, is_cjk, is_cjk_question
 
 __all__ = ["EXTRACTIVE", "GENERATIVE", "AskContext", "ask"]
 
@@ -168,7 +169,7 @@ def ask(question: str, ctx: AskContext) -> Answer:
         return state.refusal(Refusal.UNKNOWN_TERM, candidates)
 
     scored = ctx.scorer.score(question, candidates, cjk=cjk, use_dense=use_dense)
-    if scored.off_topic:
+    if scored.off_topic and not across_languages(cjk, candidates, ctx.dense_for_cjk):
         # The CJK gate is low (bigrams match partially): passages this unlikely to
         # answer are off the topic, the model's floor (``fitted.Models.floor``).
         return state.refusal(Refusal.OFF_TOPIC, candidates)
@@ -177,6 +178,14 @@ def ask(question: str, ctx: AskContext) -> Answer:
     if ctx.mode != GENERATIVE or not extract.answered:
         return state.extractive(extract)
     return _generate(state, above, extract)
+
+
+def across_languages(cjk: bool, evidence: Sequence[Evidence], dense_for_cjk: bool) -> bool:
+    """A CJK question whose evidence holds no CJK passage, read by an embedder that
+    understands both (multilingual-e5-small): the evidence gate admitted it by meaning
+    across languages, where the CJK floor's features (the question's characters and
+    bigrams in the passage) cannot reach it, so the floor does not refuse it."""
+    return cjk and dense_for_cjk and not any(is_cjk(e.hit.chunk.text) for e in evidence)
 
 
 def _generate(state: _Ask, above: list[Hit], extract: Extract) -> Answer:
