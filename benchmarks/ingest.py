@@ -117,6 +117,12 @@ def main() -> None:
         "--mixed", type=int, default=0, help="cold-index N English + N Chinese files"
     )
     parser.add_argument("--busy", type=int, default=0, help="run beside N external busy processes")
+    parser.add_argument(
+        "--lanes-beyond",
+        type=int,
+        default=None,
+        help="lanes beyond the free cores (cpu_free.lanes_for; default: its BEYOND)",
+    )
     args = parser.parse_args()
     result: dict[str, Any] = {
         "load_average_before": list(os.getloadavg()),
@@ -143,6 +149,9 @@ def measure(args: argparse.Namespace, result: dict[str, Any]) -> None:
     started = time.perf_counter()
     embedder = models.embedder(settings.embedding)
     load_seconds = time.perf_counter() - started
+    if args.lanes_beyond is not None:
+        embedder._lanes_beyond = args.lanes_beyond  # type: ignore[attr-defined]
+    result["lanes_beyond"] = getattr(embedder, "_lanes_beyond", None)
     if args.lanes_beyond is not None:
         embedder._lanes_beyond = args.lanes_beyond  # type: ignore[attr-defined]
     result["lanes_beyond"] = getattr(embedder, "_lanes_beyond", None)
