@@ -129,9 +129,11 @@ def busy_processes(count: int) -> Iterator[None]:
     default on desktop distributions), it competes as another program, not as one more
     thread of the benchmark's.
     """
+    # ``while True: pass`` that stops when its parent is gone (a benchmark killed
+    # without its ``finally``): a session of its own outlives it otherwise.
+    spin = "import os\nparent = os.getppid()\nwhile os.getppid() == parent: pass"
     spinners = [
-        subprocess.Popen([sys.executable, "-c", "while True: pass"], start_new_session=True)
-        for _ in range(count)
+        subprocess.Popen([sys.executable, "-c", spin], start_new_session=True) for _ in range(count)
     ]
     try:
         time.sleep(0.5 if count else 0.0)  # let the scheduler see them
