@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import random
 import resource
 import shutil
+import subprocess
+import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -114,3 +118,55 @@ def extractive_workspace(docs: Path) -> Workspace:
         records=dataclasses.replace(settings.records, asks=False),
     )
     return workspace
+
+
+@contextlib.contextmanager
+def busy_processes(count: int) -> Iterator[None]:
+    """``count`` external processes, each spinning on one core (``--busy N``).
+
+    Each starts in a session of its own, as a program started from another terminal
+    does: where the kernel groups tasks by session for fairness (``autogroup``, on by
+    default on desktop distributions), it competes as another program, not as one more
+    thread of the benchmark's.
+    """
+    # ``while True: pass`` that stops when its parent is gone (a benchmark killed
+    # without its ``finally``): a session of its own outlives it otherwise.
+    spin = "import os\nparent = os.getppid()\nwhile os.getppid() == parent: pass"
+    spinners = [
+        subprocess.Popen([sys.executable, "-c", spin], start_new_session=True) for _ in range(count)
+    ]
+    try:
+        time.sleep(0.5 if count else 0.0)  # let the scheduler see them
+        yield
+    finally:
+        for process in spinners:
+            process.kill()
+            process.wait()
+
+
+def other_busy_cores(window: float) -> float:
+    """Cores kept busy by other processes over ``window`` seconds (from /proc/stat)."""
+
+    def sample() -> tuple[int, int, int]:
+        with open("/proc/stat") as handle:
+            fields = [int(x) for x in handle.readline().split()[1:]]
+        with open("/proc/self/stat") as handle:
+            own = handle.read().rsplit(")", 1)[1].split()
+        return sum(fields[:8]), fields[3] + fields[4], int(own[11]) + int(own[12])
+
+    total0, idle0, own0 = sample()
+    time.sleep(window)
+    total1, idle1, own1 = sample()
+    elapsed = total1 - total0
+    if elapsed <= 0:
+        return 0.0
+    busy = (elapsed - (idle1 - idle0)) - (own1 - own0)
+    return round(max(busy, 0) / elapsed * (os.cpu_count() or 1), 2)
+
+
+def others_now() -> dict[str, object]:
+    """What other processes ask of the CPU now: busy cores over half a second, and
+    their runnable tasks as the embedder reads them before a batch (``cpu_free``)."""
+    from citeline.backends.llama.cpu_free import FreeCpu
+
+    return {"busy_cores": other_busy_cores(0.5), "runnable": FreeCpu().others()}

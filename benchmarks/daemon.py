@@ -38,6 +38,11 @@ asked (80% of each time budget at 100k; the goals themselves at --chunks 1000000
 whose budgets are the 1M goals); with --json the last line is
 {"runs": [each run's figures], "budgets": [the table's rows]}.
 
+--busy N measures beside N external processes that each keep a core busy (each in a
+session of its own, as from another terminal; started after the cache is ready);
+every run records ``others_before`` (other processes' busy cores and runnable tasks
+before it).
+
 --model names the folder's embedding model (``[embedding] model`` in its
 citeline.toml: ``multilingual-e5-small`` measures the multilingual query model);
 without it the English corpus keeps the default, all-MiniLM-L6-v2.
@@ -66,6 +71,7 @@ from lsprotocol import types
 from pygls.lsp.client import LanguageClient
 
 from citeline.lsp.server import json_converter
+from common import busy_processes, others_now
 
 REPO = Path(__file__).resolve().parents[1]
 CORPUS_VERSION = "v1"
@@ -419,6 +425,16 @@ async def measure_saves(client: Client, docs: Path, words: Sequence[str], n: int
 async def run(args: argparse.Namespace) -> dict[str, Any]:
     cache = Path(args.cache)
     docs = ensure_corpus(cache, args.chunks, args.synthetic_vectors, args.model)
+    others_before = others_now()
+    with busy_processes(args.busy) if args.busy else contextlib.nullcontext():
+        result = await measure(args, docs)
+    result["others_before"] = others_before
+    result["busy"] = args.busy
+    return result
+
+
+async def measure(args: argparse.Namespace, docs: Path) -> dict[str, Any]:
+    cache = Path(args.cache)
     words = vocabulary()
     load_before = os.getloadavg()[0]
     client = Client()
@@ -702,6 +718,9 @@ def main() -> int:
         default=1,
         help="run N times (a fresh daemon each) and print each figure against its budget",
     )
+    parser.add_argument(
+        "--busy", type=int, default=0, help="measure beside N external busy processes"
+    )
     parser.add_argument("--json", action="store_true", help="print the figures as one JSON object")
     args = parser.parse_args()
     if args.runs > 1:
@@ -867,6 +886,8 @@ def summary(result: dict[str, Any]) -> dict[str, Any]:
         "model": result["model"],
         "load_average": result["load_average"],
         "cpus": result["cpus"],
+        "others_before": result.get("others_before"),
+        "busy": result.get("busy", 0),
     }
     if result.get("profile"):
         out["profile"] = result["profile"]

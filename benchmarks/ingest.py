@@ -18,13 +18,21 @@ separate virtualenv the benchmark creates once under ~/.cache/citeline/bench-pee
 the model's WordPiece tokens per chunk, special tokens included, truncated at 256,
 the window both run with.  ``--json`` prints one JSON object instead of lines.
 
+``--busy N`` runs everything beside N external processes that each keep a core busy
+(``python -c 'while True: pass'``, each in a session of its own, as from another
+terminal): the loaded figure, reproducibly.  Every run records what other processes
+asked of the CPU before it started (``others_before``: busy cores over half a second
+and runnable tasks, before the busy processes start) and the lanes the embedder chose
+for its last batch (``lanes``).
+
     .venv/bin/python benchmarks/ingest.py [--peer] [--json] [--abstracts 800]
-        [--rounds 3] [--work /tmp/citeline-bench-ingest] [--no-e5] [--mixed 20]
+        [--rounds 3] [--work /tmp/citeline-bench-ingest] [--no-e5] [--mixed 20] [--busy 1]
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import statistics
@@ -37,7 +45,7 @@ from citeline.app import ModelPool, open_workspace
 from citeline.core.chunking import chunk_document, embedding_text
 from citeline.core.loaders import load_document
 from citeline.settings import load_settings
-from common import peak_rss_mb, scientific_abstracts, write_corpus
+from common import busy_processes, others_now, peak_rss_mb, scientific_abstracts, write_corpus
 
 WINDOW = 256  # all-MiniLM-L6-v2's max_seq_length, in Citeline and sentence-transformers
 CMRC_TRIAL = Path(__file__).resolve().parents[1] / "../shared/eval/cmrc2018/cmrc2018_trial.json"
@@ -72,6 +80,7 @@ def _raw(embedder: Any, texts: list[str], rounds: int, window: int) -> dict[str,
         "cpu_seconds": round(cpu_seconds, 3),
         "tokens_per_cpu_s": round(tokens / cpu_seconds, 1),
         "threads": getattr(embedder, "threads", None),
+        "lanes": getattr(embedder, "last_lanes", None),
     }
 
 
@@ -107,9 +116,30 @@ def main() -> None:
     parser.add_argument(
         "--mixed", type=int, default=0, help="cold-index N English + N Chinese files"
     )
+    parser.add_argument("--busy", type=int, default=0, help="run beside N external busy processes")
+    parser.add_argument(
+        "--lanes-beyond",
+        type=int,
+        default=None,
+        help="lanes beyond the free cores (cpu_free.lanes_for; default: its BEYOND)",
+    )
     args = parser.parse_args()
+    result: dict[str, Any] = {
+        "load_average_before": list(os.getloadavg()),
+        "others_before": others_now(),
+        "busy": args.busy,
+        "cpus": os.cpu_count(),
+    }
+    with busy_processes(args.busy) if args.busy else contextlib.nullcontext():
+        measure(args, result)
+    if args.json:
+        print(json.dumps(result))
+
+
+def measure(args: argparse.Namespace, result: dict[str, Any]) -> None:
     say = (lambda *_: None) if args.json else print
-    result: dict[str, Any] = {"load_average_before": list(os.getloadavg())}
+    if args.busy:
+        say(f"beside {args.busy} busy process(es); others before: {result['others_before']}")
 
     docs = write_corpus(Path(args.work) / "docs", scientific_abstracts(args.abstracts))
     settings, _ = load_settings(docs)
@@ -119,6 +149,12 @@ def main() -> None:
     started = time.perf_counter()
     embedder = models.embedder(settings.embedding)
     load_seconds = time.perf_counter() - started
+    if args.lanes_beyond is not None:
+        embedder._lanes_beyond = args.lanes_beyond  # type: ignore[attr-defined]
+    result["lanes_beyond"] = getattr(embedder, "_lanes_beyond", None)
+    if args.lanes_beyond is not None:
+        embedder._lanes_beyond = args.lanes_beyond  # type: ignore[attr-defined]
+    result["lanes_beyond"] = getattr(embedder, "_lanes_beyond", None)
     say(f"model load: {load_seconds:.2f} s ({embedder.name})")
 
     # Raw: the embedding texts of the first files, straight into the model.
@@ -136,7 +172,7 @@ def main() -> None:
     say(
         f"raw embedding: {len(texts)} chunks, {tokens} tokens in {raw_seconds:.2f} s ="
         f" {raw_rate:.1f} chunks/s, {tokens / raw_seconds:.0f} tokens/s"
-        f" ({raw['threads']} threads)"
+        f" ({raw['threads']} threads, {raw['lanes']} lanes in the last batch)"
     )
     result["citeline"] = {
         **raw,
@@ -243,8 +279,6 @@ def main() -> None:
     say(f"peak memory: {peak_rss_mb():.0f} MiB")
     result["peak_memory_mib"] = round(peak_rss_mb())
     result["load_average_after"] = list(os.getloadavg())
-    if args.json:
-        print(json.dumps(result))
 
 
 def _mixed(folder: Path, n: int, models: ModelPool, say: Any) -> dict[str, Any]:

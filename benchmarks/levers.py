@@ -41,6 +41,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from common import other_busy_cores
+
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 
@@ -300,28 +302,6 @@ def work_generate(config: dict[str, Any]) -> dict[str, Any]:
         "gen_tok_s": round(statistics.median(rates), 1) if rates else None,
         "model_file": path.name,
     }
-
-
-def other_busy_cores(window: float) -> float:
-    """Cores kept busy by other processes over ``window`` seconds (from /proc/stat)."""
-
-    def sample() -> tuple[int, int, int]:
-        with open("/proc/stat") as handle:
-            fields = [int(x) for x in handle.readline().split()[1:]]
-        idle = fields[3] + fields[4]
-        with open("/proc/self/stat") as handle:
-            own = handle.read().rsplit(")", 1)[1].split()
-        return sum(fields[:8]), idle, int(own[11]) + int(own[12])
-
-    total0, idle0, own0 = sample()
-    time.sleep(window)
-    total1, idle1, own1 = sample()
-    cores = os.cpu_count() or 1
-    elapsed = total1 - total0
-    if elapsed <= 0:
-        return 0.0
-    busy = (elapsed - (idle1 - idle0)) - (own1 - own0)
-    return max(busy, 0) / elapsed * cores
 
 
 def runnable_others() -> int:

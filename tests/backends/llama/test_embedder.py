@@ -122,9 +122,20 @@ def test_packed_batches_equal_one_at_a_time(
                 assert cosine(a, b) >= 0.9999, text[:40]
 
 
+class Others:
+    """A fixed reading of other processes' runnable tasks (cpu_free.FreeCpu's place)."""
+
+    def __init__(self, count: int) -> None:
+        self.count = count
+
+    def others(self) -> int:
+        return self.count
+
+
 def test_two_lanes_embed_as_one_does(gguf_path: Path, converted: LlamaEmbedder) -> None:
     texts = [f"{text} ({i})" for i, text in enumerate(SENTENCES * 4)]
     with LlamaEmbedder(gguf_path, max_tokens=256, n_threads=2) as two:
+        two._free_cpu = Others(0)  # type: ignore[assignment]  # whatever else runs here
         assert two.threads == 2 and len(two._lanes or ()) == 1  # a lane made when needed
         query = two.embed_query("where is the index kept")
         assert len(two._lanes or ()) == 1  # one decode: the first lane alone
@@ -134,6 +145,27 @@ def test_two_lanes_embed_as_one_does(gguf_path: Path, converted: LlamaEmbedder) 
     for a, b in zip(rows, alone, strict=True):
         assert cosine(a, b) >= 0.99999
     assert cosine(query, converted.embed_query("where is the index kept")) >= 0.99999
+
+
+def test_lanes_chosen_by_the_free_cores_embed_the_same_vectors(
+    gguf_path: Path, converted: LlamaEmbedder
+) -> None:
+    texts = [f"{text} [{i}]" for i, text in enumerate(SENTENCES * 12)]
+    alone = converted.embed_documents(texts)
+    with LlamaEmbedder(gguf_path, max_tokens=256, n_threads=2) as model:
+        model._cores = 2
+        # Nothing else: both lanes; one busy process: a third lane beside the free
+        # core; more busy processes than cores: two; the reading is taken per batch.
+        for others, lanes in ((0, 2), (1, 3), (4, 2), (0, 2)):
+            model._free_cpu = Others(others)  # type: ignore[assignment]
+            rows = model.embed_documents(texts)
+            assert model.last_lanes == lanes, others
+            for a, b in zip(rows, alone, strict=True):
+                assert cosine(a, b) >= 0.99999
+        # A query is one decode: no reading, the first lane.
+        model._free_cpu = Others(-1)  # type: ignore[assignment]
+        model.embed_query("where is the index kept")
+        assert model.last_lanes == 1
 
 
 def test_embedder_basics(converted: LlamaEmbedder) -> None:

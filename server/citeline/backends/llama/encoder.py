@@ -31,6 +31,7 @@ from citeline.backends.llama.batch import (
     decode_shape,
     pack_decodes,
 )
+from citeline.backends.llama.cpu_free import BEYOND, FreeCpu, lanes_for
 from citeline.backends.llama.cpu_share import CPU, ThreadLimit
 from citeline.backends.llama.lanes import Lane, Lanes
 from citeline.backends.llama.runtime import POOLING_NAMES, POOLING_NONE
@@ -194,6 +195,11 @@ class LlamaEncoder:
         self._n_threads = threads
         # the model's share of the cores is the number of lanes a call may use
         self._thread_limit = ThreadLimit(self, threads, lambda n: None)
+        # ... and, per batch, the cores other processes leave free (cpu_free.py)
+        self._free_cpu = FreeCpu()
+        self._cores = runtime.available_cpus()
+        self._lanes_beyond = BEYOND  # benchmarks/ingest.py --lanes-beyond compares others
+        self._last_lanes = 1
 
         self._tokenizer = Tokenizer(llama_cpp, model)
         self._vocab = self._tokenizer.vocab
@@ -245,6 +251,11 @@ class LlamaEncoder:
         """Threads (lanes) the last call could use (fewer while another model computes)."""
         return self._thread_limit.current
 
+    @property
+    def last_lanes(self) -> int:
+        """Lanes the last call ran on (chosen by the cores free at its start)."""
+        return self._last_lanes
+
     # ---------------------------------------------------------------- tokens
 
     def _tokenize(self, text: str, *, add_special: bool) -> list[int]:
@@ -268,9 +279,14 @@ class LlamaEncoder:
         groups = pack_decodes([len(t) for t in token_lists], self._budget, self._max_group)
         with CPU.busy(self):
             self._thread_limit.fit()  # this model's share of the cores
-            lanes.run(
+            count = self._thread_limit.current
+            if len(groups) > 1 and count > 1:  # a query is one decode: nothing to decide
+                others = self._free_cpu.others()
+                if others is not None:
+                    count = lanes_for(count, self._cores, others, beyond=self._lanes_beyond)
+            self._last_lanes = lanes.run(
                 groups,
-                self._thread_limit.current,
+                count,
                 lambda lane, group: self._decode(lane, group, token_lists, out),
             )
         return out
