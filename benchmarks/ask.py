@@ -24,16 +24,12 @@ daemon asking again).  ``--docs`` and ``--questions`` (JSON lines with a
 from __future__ import annotations
 
 import argparse
-import contextlib
 import dataclasses
 import json
 import os
 import shutil
 import statistics
-import subprocess
-import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -43,7 +39,7 @@ from citeline.core.embedding import Embedder
 from citeline.core.generation import Generator
 from citeline.service.workspace import Workspace
 from citeline.settings import load_settings
-from common import REPO, peak_rss_mb, scientific_abstracts
+from common import REPO, busy_processes, peak_rss_mb, scientific_abstracts
 
 QUESTIONS = [
     "Where does Citeline store its index?",
@@ -57,19 +53,6 @@ PROMPT = [
     {"role": "system", "content": "You answer briefly."},
     {"role": "user", "content": "Explain how a library catalogue helps readers find books."},
 ]
-
-
-@contextlib.contextmanager
-def busy_processes(count: int) -> Iterator[None]:
-    """``count`` other processes, each spinning on one core."""
-    spinners = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(count)]
-    try:
-        time.sleep(0.5 if count else 0.0)  # let the scheduler see them
-        yield
-    finally:
-        for process in spinners:
-            process.kill()
-            process.wait()
 
 
 def median(values: list[float]) -> float:
