@@ -42,6 +42,9 @@ class Row:
     answers: tuple[str, ...]
     scored: Scored | None  # None: refused before the units were scored
     doc_ids: dict[str, str]  # chunk path -> the question set's document id
+    # The retrieved hits, best first: (chunk path, chunk text); and whether refused.
+    hits: list[tuple[str, str]] = dataclasses.field(default_factory=list)
+    refused: bool = False
 
 
 def record(questions: Path, docs: Path) -> list[Row]:
@@ -59,9 +62,11 @@ def record(questions: Path, docs: Path) -> list[Row]:
     try:
         for query in evalset.queries:
             seen.clear()
-            workspace.ask(query.text)
+            answer = workspace.ask(query.text)
             scored = seen[0] if seen else None
             paths = {s.evidence.hit.chunk.path for s in scored.units} if scored else set()
+            hits = [(h.chunk.path, h.chunk.text) for h in answer.hits]
+            paths |= {p for p, _ in hits}
             rows.append(
                 Row(
                     query.text,
@@ -69,6 +74,8 @@ def record(questions: Path, docs: Path) -> list[Row]:
                     tuple(query.answers),
                     scored,
                     {p: evalset.doc_id(p) for p in paths},
+                    hits,
+                    answer.refused,
                 )
             )
     finally:
@@ -102,6 +109,92 @@ def measure(rows: list[Row], select: Select) -> dict[str, float]:
         "select_ms_p50": round(1000 * statistics.median(seconds), 2) if seconds else 0.0,
         "select_ms_p95": round(1000 * _p95(seconds), 2) if seconds else 0.0,
     }
+
+
+def fact_cause(r: Row, extract: extractive.Extract, text: str) -> str:
+    """Why an answerable question's answer misses its key fact (``ok``: it holds it).
+
+    ``retrieval``: no retrieved hit holds it; ``evidence``: a hit holds it, no
+    evidence passage does; ``spread``: an evidence passage holds it, no one unit does;
+    ``cut_short``: the unit holding it is next to a quoted one (the next sentence or
+    list item); ``wrong_sentence``: it is in a passage the answer quotes, in another
+    unit; ``wrong_section``: it is in an evidence passage the answer does not quote."""
+    if r.scored is None:
+        return "refused"
+    if contains_reference(text, r.answers):
+        return "ok"
+    holding = [s for s in r.scored.units if contains_reference(s.unit.display, r.answers)]
+    if not holding:
+        texts = {s.evidence.hit.chunk.text for s in r.scored.units}
+        if any(contains_reference(t, r.answers) for t in texts):
+            return "spread"
+        if any(contains_reference(t, r.answers) for _, t in r.hits):
+            return "evidence"
+        return "retrieval"
+    quoted = {(s.evidence.hit.chunk.text, s.unit.position) for s in extract.units}
+    passages = {s.evidence.hit.chunk.text for s in extract.units}
+    for s in holding:
+        key = s.evidence.hit.chunk.text
+        if (key, s.unit.position - 1) in quoted or (key, s.unit.position + 1) in quoted:
+            return "cut_short"
+    if any(s.evidence.hit.chunk.text in passages for s in holding):
+        return "wrong_sentence"
+    return "wrong_section"
+
+
+def cite_cause(r: Row, extract: extractive.Extract) -> str:
+    """Why an answerable question's answer cites no expected source (``ok``: it does).
+
+    ``not_retrieved``: no hit is an expected source; ``not_evidence``: a hit is, no
+    evidence passage; ``not_cited``: an evidence passage is, and the answer does not
+    cite it."""
+    if r.scored is None:
+        return "refused"
+    if any(r.doc_ids[s.evidence.hit.chunk.path] in r.relevant for s in extract.units):
+        return "ok"
+    if not any(r.doc_ids[s.evidence.hit.chunk.path] in r.relevant for s in r.scored.units):
+        hit = any(r.doc_ids.get(p) in r.relevant for p, _ in r.hits)
+        return "not_evidence" if hit else "not_retrieved"
+    return "not_cited"
+
+
+def causes(rows: list[Row], select: Select, show: bool = False) -> dict[str, dict[str, int]]:
+    """The miss causes of the answerable questions, counted (``show``: each printed
+    with its answer and the best unit holding the fact, to stderr)."""
+    facts: dict[str, int] = {}
+    cites: dict[str, int] = {}
+    for r in rows:
+        if not r.relevant:
+            continue
+        extract: extractive.Extract | None = None
+        text = ""
+        if r.scored is not None:
+            extract, _ = extractive.renumber(select(r.scored))
+            text = extractive.compose(extract)
+        fact = fact_cause(r, extract, text) if r.answers and extract else "refused"
+        if not r.answers:
+            fact = "no_reference"
+        cite = cite_cause(r, extract) if extract else "refused"
+        facts[fact] = facts.get(fact, 0) + 1
+        cites[cite] = cites.get(cite, 0) + 1
+        if show and (fact != "ok" or cite != "ok") and r.scored is not None:
+            ranks = [
+                (i, s)
+                for i, s in enumerate(r.scored.units)
+                if contains_reference(s.unit.display, r.answers)
+            ]
+            print(f"--- [{fact} / {cite}] {r.question}", file=sys.stderr)
+            print(f"    want: {r.answers[:2]} from {sorted(r.relevant)}", file=sys.stderr)
+            print("    got:  " + text.replace("\n", "\n          ")[:700], file=sys.stderr)
+            for i, s in ranks[:1]:
+                chunk = s.evidence.hit.chunk
+                print(
+                    f"    fact unit #{i} p={s.probability:.3f}"
+                    f" (best {r.scored.units[0].probability:.3f})"
+                    f" [{chunk.path} § {' > '.join(chunk.heading_path)}] {s.unit.text[:200]!r}",
+                    file=sys.stderr,
+                )
+    return {"fact": facts, "cite": cites}
 
 
 def _p95(values: list[float]) -> float:
@@ -147,6 +240,8 @@ def main() -> None:
     parser.add_argument("--docs", required=True)
     parser.add_argument("--cache", help="pickle of the recorded rows (made when absent)")
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--causes", action="store_true", help="the shipped selection's misses")
+    parser.add_argument("--show", action="store_true", help="with --causes: each miss")
     args = parser.parse_args()
     cache = Path(args.cache) if args.cache else None
     if cache is not None and cache.exists():
@@ -155,6 +250,10 @@ def main() -> None:
         rows = record(Path(args.questions), Path(args.docs))
         if cache is not None:
             cache.write_bytes(pickle.dumps(rows))
+    if args.causes:
+        json.dump(causes(rows, extractive.select, args.show), sys.stdout, indent=2)
+        sys.stdout.write("\n")
+        return
     results = {name: measure(rows, select) for name, select in variants().items()}
     if args.json:
         json.dump(results, sys.stdout, indent=2)
