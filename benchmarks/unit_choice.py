@@ -202,7 +202,7 @@ def _p95(values: list[float]) -> float:
     return ordered[min(len(ordered) - 1, int(0.95 * len(ordered)))]
 
 
-def _with(other_blocks_add: bool, **kwargs: float) -> Select:
+def _with(other_blocks_add: bool, **kwargs: Any) -> Select:
     """``extractive.select`` with the other-block rule on or off for the questions
     whose models ship it (English: ``fitted.ENGLISH``), at these settings."""
 
@@ -231,6 +231,15 @@ def variants() -> dict[str, Select]:
                 out[name + " (shipped)" * shipped] = _with(
                     True, near_best=near, new_information=new, heading_joins=joins
                 )
+    for lists in (False, True):
+        for lead in (False, True):
+            name = f"line lists {lists} code lead {lead}"
+            shipped = lists and not lead
+            out[name + " (shipped)" * shipped] = _with(
+                True, line_lists=lists, code_brings_lead=lead
+            )
+    for h in (0.3, 0.5, 0.7):
+        out[f"heading first {h}"] = _with(True, heading_first=h)
     return out
 
 
