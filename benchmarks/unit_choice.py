@@ -217,7 +217,11 @@ def _with(other_blocks_add: bool, **kwargs: Any) -> Select:
 def variants() -> dict[str, Select]:
     """The selection variants compared: without the other-block rule, then with it
     at several settings (the shipped ones marked)."""
-    out: dict[str, Select] = {"no other-block rule": _with(False)}
+    out: dict[str, Select] = {
+        "no other-block rule": _with(
+            False, line_lists=False, code_brings_lead=False, fragments_free=0
+        )
+    }
     for joins in (0.0, 0.2, 1.0):  # 1.0: a heading alone never lets a block in
         for near in (0.6, 0.8, 1.01):  # 1.01: nor does a score near the best
             for new in (0.1, 0.2):
@@ -228,18 +232,29 @@ def variants() -> dict[str, Select]:
                     extractive.HEADING_JOINS,
                 )
                 name = f"heading {joins} near {near} new {new}"
-                out[name + " (shipped)" * shipped] = _with(
-                    True, near_best=near, new_information=new, heading_joins=joins
+                out[name + " (before)" * shipped] = _with(
+                    True,
+                    near_best=near,
+                    new_information=new,
+                    heading_joins=joins,
+                    line_lists=False,
+                    code_brings_lead=False,
+                    fragments_free=0,
                 )
     for lists in (False, True):
         for lead in (False, True):
-            name = f"line lists {lists} code lead {lead}"
-            shipped = lists and not lead
-            out[name + " (shipped)" * shipped] = _with(
-                True, line_lists=lists, code_brings_lead=lead
-            )
+            for free in (0, extractive.LINE_ITEM_MAX_CHARS):
+                name = f"line lists {lists} code lead {lead} fragments free {free}"
+                shipped = lists and lead and free == extractive.LINE_ITEM_MAX_CHARS
+                out[name + " (shipped)" * shipped] = _with(
+                    True, line_lists=lists, code_brings_lead=lead, fragments_free=free
+                )
     for h in (0.3, 0.5, 0.7):
-        out[f"heading first {h}"] = _with(True, heading_first=h)
+        out[f"the shipped rules, heading first {h}"] = _with(True, heading_first=h)
+    for chars in (80, 10_000):
+        out[f"the shipped rules, fragments up to {chars} chars free"] = _with(
+            True, fragments_free=chars
+        )
     return out
 
 

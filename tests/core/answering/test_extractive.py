@@ -205,5 +205,16 @@ def test_a_code_block_brings_the_sentence_that_introduces_it() -> None:
     )
     units = block(1, text)
     code = units[1].unit.text
-    result = select(scored(units, {code: 2.0}), code_brings_lead=True)
+    result = select(scored(units, {code: 2.0}))
     assert texts(result.units) == [units[0].unit.text, code]
+
+
+def test_a_heading_line_takes_no_slot_of_its_own() -> None:
+    heading = "Maximum Number Of Host Parameters"
+    sentences = [f"Sentence number {k} stands alone." for k in range(6)]
+    units = block(1, "\n\n".join([heading, *sentences]))
+    logits = {heading: 2.1} | {text: 2.0 - 0.1 * k for k, text in enumerate(sentences)}
+    result = select(scored(units, logits, relative=0.0))
+    assert texts(result.units) == [heading, *sentences[:MAX_UNITS]]
+    counted = select(scored(units, logits, relative=0.0), fragments_free=0)
+    assert texts(counted.units) == [heading, *sentences[: MAX_UNITS - 1]]

@@ -29,7 +29,8 @@ from citeline.core.scripts import CJK_RUN
 MAX_UNITS = 5
 # A lead-in that ends with a colon brings its whole list, up to this many items.
 LIST_MAX_ITEMS = 12
-# A line of a list written without markers is at most this long.
+# A line of a list written without markers is at most this long; so is a heading or
+# label line (a fragment) that takes none of the ``MAX_UNITS`` slots.
 LINE_ITEM_MAX_CHARS = 200
 # Near-duplicate units (share of word trigrams) are chosen once.
 REDUNDANCY = 0.6
@@ -116,8 +117,9 @@ def select(
     near_best: float = NEAR_BEST,
     heading_joins: float = HEADING_JOINS,
     line_lists: bool = True,
-    code_brings_lead: bool = False,
+    code_brings_lead: bool = True,
     heading_first: float = 2.0,
+    fragments_free: int = LINE_ITEM_MAX_CHARS,
 ) -> Extract:
     """The best units (1 to ``max_units``), with the units they lean on.
 
@@ -137,11 +139,16 @@ def select(
 
     With ``line_lists``, a Latin-script lead-in ending with a colon also brings the
     lines after it that read as a list's items (short, no full stop at the end: an
-    HTML list's items are paragraphs of their own, without a marker).  Measured and
-    left off (docs/quality.md): ``code_brings_lead``, a chosen code block bringing
-    the sentence ending with a colon just before it; ``heading_first`` (below 1), the
+    HTML list's items are paragraphs of their own, without a marker); with
+    ``code_brings_lead``, a chosen code block brings the sentence ending with a colon
+    just before it ("… the dump command, like this:").  Measured and left off
+    (docs/quality.md): ``heading_first`` (below 1), the
     best unit bringing the first unit of its passage when its section's heading
     holds that share of the question's information.
+
+    A chosen fragment (a line not ending like a sentence: a heading or label in a
+    page's text layer, a list's line) of at most ``fragments_free`` characters is
+    quoted without taking one of the ``max_units`` slots: it states no answer alone.
     """
     scored = result.units
     if not scored:
@@ -178,7 +185,7 @@ def select(
             heading_joins=heading_joins,
         ):
             continue
-        picked += 1
+        picked += not (is_fragment(candidate.unit) and len(candidate.unit.text) <= fragments_free)
         n, position = candidate.evidence.n, candidate.unit.position
         before = at.get((n, position - 1))
         if (
