@@ -88,11 +88,8 @@ _VALUE_MAX_CHARS = 160
 def _lists_after(unit: ScoredUnit) -> bool:
     """A lead-in whose list a page writes as lines of their own (an HTML list's items
     are paragraphs without a marker): a Latin-script sentence ending with a colon."""
-    return (
-        unit.unit.kind == "sentence"
-        and unit.unit.text.rstrip().endswith(":")
-        and not (CJK_RUN.search(unit.unit.text))
-    )
+    text = unit.unit.text
+    return unit.unit.kind == "sentence" and text.rstrip().endswith(":") and not CJK_RUN.search(text)
 
 
 _SENTENCE_END = re.compile(r"[.!?。！？][\"'”’)\]]*\s*$")
@@ -142,13 +139,11 @@ def select(
     HTML list's items are paragraphs of their own, without a marker); with
     ``code_brings_lead``, a chosen code block brings the sentence ending with a colon
     just before it ("… the dump command, like this:").  Measured and left off
-    (docs/quality.md): ``heading_first`` (below 1), the
-    best unit bringing the first unit of its passage when its section's heading
-    holds that share of the question's information.
-
-    A chosen fragment (a line not ending like a sentence: a heading or label in a
-    page's text layer, a list's line) of at most ``fragments_free`` characters is
-    quoted without taking one of the ``max_units`` slots: it states no answer alone.
+    (docs/quality.md): ``heading_first`` (below 1), the best unit bringing its
+    passage's first unit when its heading holds that share of the question.  A
+    chosen fragment (a line not ending like a sentence: a heading, a label, a list's
+    line) of at most ``fragments_free`` characters takes none of the ``max_units``
+    slots: it states no answer alone.
     """
     scored = result.units
     if not scored:
