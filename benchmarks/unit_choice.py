@@ -6,7 +6,9 @@ the grade) are recorded.  The grade, refusals and the units' scores do not depen
 on the selection, so each selection variant is then replayed on the recorded
 units, and its answers measured as ``citeline eval questions`` measures them:
 answerable questions whose answer contains a key fact, that cite an expected
-source, and the mean answer length.  Use tuning splits only.
+source, and the mean answer length.  ``--causes`` classifies each answerable miss
+of the shipped selection instead (``fact_cause``, ``cite_cause``; ``--show`` prints
+each one).  Use tuning splits only.
 
     .venv/bin/python benchmarks/unit_choice.py eval/everyday/questions-tune.jsonl \\
         --docs eval/everyday/docs [--json] [--cache /tmp/rows.pkl]
