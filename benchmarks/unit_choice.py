@@ -6,7 +6,9 @@ the grade) are recorded.  The grade, refusals and the units' scores do not depen
 on the selection, so each selection variant is then replayed on the recorded
 units, and its answers measured as ``citeline eval questions`` measures them:
 answerable questions whose answer contains a key fact, that cite an expected
-source, and the mean answer length.  Use tuning splits only.
+source, and the mean answer length.  ``--causes`` classifies each answerable miss
+of the shipped selection instead (``fact_cause``, ``cite_cause``; ``--show`` prints
+each one).  Use tuning splits only.
 
     .venv/bin/python benchmarks/unit_choice.py eval/everyday/questions-tune.jsonl \\
         --docs eval/everyday/docs [--json] [--cache /tmp/rows.pkl]
@@ -42,6 +44,9 @@ class Row:
     answers: tuple[str, ...]
     scored: Scored | None  # None: refused before the units were scored
     doc_ids: dict[str, str]  # chunk path -> the question set's document id
+    # The retrieved hits, best first: (chunk path, chunk text); and whether refused.
+    hits: list[tuple[str, str]] = dataclasses.field(default_factory=list)
+    refused: bool = False
 
 
 def record(questions: Path, docs: Path) -> list[Row]:
@@ -59,9 +64,11 @@ def record(questions: Path, docs: Path) -> list[Row]:
     try:
         for query in evalset.queries:
             seen.clear()
-            workspace.ask(query.text)
+            answer = workspace.ask(query.text)
             scored = seen[0] if seen else None
             paths = {s.evidence.hit.chunk.path for s in scored.units} if scored else set()
+            hits = [(h.chunk.path, h.chunk.text) for h in answer.hits]
+            paths |= {p for p, _ in hits}
             rows.append(
                 Row(
                     query.text,
@@ -69,6 +76,8 @@ def record(questions: Path, docs: Path) -> list[Row]:
                     tuple(query.answers),
                     scored,
                     {p: evalset.doc_id(p) for p in paths},
+                    hits,
+                    answer.refused,
                 )
             )
     finally:
@@ -104,12 +113,98 @@ def measure(rows: list[Row], select: Select) -> dict[str, float]:
     }
 
 
+def fact_cause(r: Row, extract: extractive.Extract, text: str) -> str:
+    """Why an answerable question's answer misses its key fact (``ok``: it holds it).
+
+    ``retrieval``: no retrieved hit holds it; ``evidence``: a hit holds it, no
+    evidence passage does; ``spread``: an evidence passage holds it, no one unit does;
+    ``cut_short``: the unit holding it is next to a quoted one (the next sentence or
+    list item); ``wrong_sentence``: it is in a passage the answer quotes, in another
+    unit; ``wrong_section``: it is in an evidence passage the answer does not quote."""
+    if r.scored is None:
+        return "refused"
+    if contains_reference(text, r.answers):
+        return "ok"
+    holding = [s for s in r.scored.units if contains_reference(s.unit.display, r.answers)]
+    if not holding:
+        texts = {s.evidence.hit.chunk.text for s in r.scored.units}
+        if any(contains_reference(t, r.answers) for t in texts):
+            return "spread"
+        if any(contains_reference(t, r.answers) for _, t in r.hits):
+            return "evidence"
+        return "retrieval"
+    quoted = {(s.evidence.hit.chunk.text, s.unit.position) for s in extract.units}
+    passages = {s.evidence.hit.chunk.text for s in extract.units}
+    for s in holding:
+        key = s.evidence.hit.chunk.text
+        if (key, s.unit.position - 1) in quoted or (key, s.unit.position + 1) in quoted:
+            return "cut_short"
+    if any(s.evidence.hit.chunk.text in passages for s in holding):
+        return "wrong_sentence"
+    return "wrong_section"
+
+
+def cite_cause(r: Row, extract: extractive.Extract) -> str:
+    """Why an answerable question's answer cites no expected source (``ok``: it does).
+
+    ``not_retrieved``: no hit is an expected source; ``not_evidence``: a hit is, no
+    evidence passage; ``not_cited``: an evidence passage is, and the answer does not
+    cite it."""
+    if r.scored is None:
+        return "refused"
+    if any(r.doc_ids[s.evidence.hit.chunk.path] in r.relevant for s in extract.units):
+        return "ok"
+    if not any(r.doc_ids[s.evidence.hit.chunk.path] in r.relevant for s in r.scored.units):
+        hit = any(r.doc_ids.get(p) in r.relevant for p, _ in r.hits)
+        return "not_evidence" if hit else "not_retrieved"
+    return "not_cited"
+
+
+def causes(rows: list[Row], select: Select, show: bool = False) -> dict[str, dict[str, int]]:
+    """The miss causes of the answerable questions, counted (``show``: each printed
+    with its answer and the best unit holding the fact, to stderr)."""
+    facts: dict[str, int] = {}
+    cites: dict[str, int] = {}
+    for r in rows:
+        if not r.relevant:
+            continue
+        extract: extractive.Extract | None = None
+        text = ""
+        if r.scored is not None:
+            extract, _ = extractive.renumber(select(r.scored))
+            text = extractive.compose(extract)
+        fact = fact_cause(r, extract, text) if r.answers and extract else "refused"
+        if not r.answers:
+            fact = "no_reference"
+        cite = cite_cause(r, extract) if extract else "refused"
+        facts[fact] = facts.get(fact, 0) + 1
+        cites[cite] = cites.get(cite, 0) + 1
+        if show and (fact != "ok" or cite != "ok") and r.scored is not None:
+            ranks = [
+                (i, s)
+                for i, s in enumerate(r.scored.units)
+                if contains_reference(s.unit.display, r.answers)
+            ]
+            print(f"--- [{fact} / {cite}] {r.question}", file=sys.stderr)
+            print(f"    want: {r.answers[:2]} from {sorted(r.relevant)}", file=sys.stderr)
+            print("    got:  " + text.replace("\n", "\n          ")[:700], file=sys.stderr)
+            for i, s in ranks[:1]:
+                chunk = s.evidence.hit.chunk
+                print(
+                    f"    fact unit #{i} p={s.probability:.3f}"
+                    f" (best {r.scored.units[0].probability:.3f})"
+                    f" [{chunk.path} § {' > '.join(chunk.heading_path)}] {s.unit.text[:200]!r}",
+                    file=sys.stderr,
+                )
+    return {"fact": facts, "cite": cites}
+
+
 def _p95(values: list[float]) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(0.95 * len(ordered)))]
 
 
-def _with(other_blocks_add: bool, **kwargs: float) -> Select:
+def _with(other_blocks_add: bool, **kwargs: Any) -> Select:
     """``extractive.select`` with the other-block rule on or off for the questions
     whose models ship it (English: ``fitted.ENGLISH``), at these settings."""
 
@@ -124,7 +219,11 @@ def _with(other_blocks_add: bool, **kwargs: float) -> Select:
 def variants() -> dict[str, Select]:
     """The selection variants compared: without the other-block rule, then with it
     at several settings (the shipped ones marked)."""
-    out: dict[str, Select] = {"no other-block rule": _with(False)}
+    out: dict[str, Select] = {
+        "no other-block rule": _with(
+            False, line_lists=False, code_brings_lead=False, fragments_free=0
+        )
+    }
     for joins in (0.0, 0.2, 1.0):  # 1.0: a heading alone never lets a block in
         for near in (0.6, 0.8, 1.01):  # 1.01: nor does a score near the best
             for new in (0.1, 0.2):
@@ -135,9 +234,29 @@ def variants() -> dict[str, Select]:
                     extractive.HEADING_JOINS,
                 )
                 name = f"heading {joins} near {near} new {new}"
-                out[name + " (shipped)" * shipped] = _with(
-                    True, near_best=near, new_information=new, heading_joins=joins
+                out[name + " (before)" * shipped] = _with(
+                    True,
+                    near_best=near,
+                    new_information=new,
+                    heading_joins=joins,
+                    line_lists=False,
+                    code_brings_lead=False,
+                    fragments_free=0,
                 )
+    for lists in (False, True):
+        for lead in (False, True):
+            for free in (0, extractive.LINE_ITEM_MAX_CHARS):
+                name = f"line lists {lists} code lead {lead} fragments free {free}"
+                shipped = lists and lead and free == extractive.LINE_ITEM_MAX_CHARS
+                out[name + " (shipped)" * shipped] = _with(
+                    True, line_lists=lists, code_brings_lead=lead, fragments_free=free
+                )
+    for h in (0.3, 0.5, 0.7):
+        out[f"the shipped rules, heading first {h}"] = _with(True, heading_first=h)
+    for chars in (80, 10_000):
+        out[f"the shipped rules, fragments up to {chars} chars free"] = _with(
+            True, fragments_free=chars
+        )
     return out
 
 
@@ -147,6 +266,8 @@ def main() -> None:
     parser.add_argument("--docs", required=True)
     parser.add_argument("--cache", help="pickle of the recorded rows (made when absent)")
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--causes", action="store_true", help="the shipped selection's misses")
+    parser.add_argument("--show", action="store_true", help="with --causes: each miss")
     args = parser.parse_args()
     cache = Path(args.cache) if args.cache else None
     if cache is not None and cache.exists():
@@ -155,6 +276,10 @@ def main() -> None:
         rows = record(Path(args.questions), Path(args.docs))
         if cache is not None:
             cache.write_bytes(pickle.dumps(rows))
+    if args.causes:
+        json.dump(causes(rows, extractive.select, args.show), sys.stdout, indent=2)
+        sys.stdout.write("\n")
+        return
     results = {name: measure(rows, select) for name, select in variants().items()}
     if args.json:
         json.dump(results, sys.stdout, indent=2)

@@ -180,3 +180,41 @@ def test_composition_keeps_paragraphs_lists_tables_and_code_readable() -> None:
         "| k | v |\n|---|---|\n| x | 1 | [1]\n"
         "```sh\nmake\n```\n[1]"
     )
+
+
+def test_a_lead_in_brings_the_lines_of_a_list_written_without_markers() -> None:
+    # an HTML list's items are paragraphs of their own, with no "-" before them
+    text = (
+        "Restic returns one of the following exit status codes:\n\n"
+        "0 when the backup was successful (snapshot created)\n\n"
+        "1 when there was a fatal error\n\n"
+        "3 when some source files could not be read\n\n"
+        "Fatal errors occur when the repository cannot be written."
+    )
+    units = block(1, text)
+    lead = "Restic returns one of the following exit status codes:"
+    result = select(scored(units, {lead: 2.0}))
+    assert texts(result.units) == [lead, *(u.unit.text for u in units[1:4])]
+    off = select(scored(units, {lead: 2.0}), line_lists=False)
+    assert texts(off.units) == texts(result.units)[:2]
+
+
+def test_a_code_block_brings_the_sentence_that_introduces_it() -> None:
+    text = (
+        "This can be achieved with the dump command, like this:\n\n```\n$ restic dump latest f\n```"
+    )
+    units = block(1, text)
+    code = units[1].unit.text
+    result = select(scored(units, {code: 2.0}))
+    assert texts(result.units) == [units[0].unit.text, code]
+
+
+def test_a_heading_line_takes_no_slot_of_its_own() -> None:
+    heading = "Maximum Number Of Host Parameters"
+    sentences = [f"Sentence number {k} stands alone." for k in range(6)]
+    units = block(1, "\n\n".join([heading, *sentences]))
+    logits = {heading: 2.1} | {text: 2.0 - 0.1 * k for k, text in enumerate(sentences)}
+    result = select(scored(units, logits, relative=0.0))
+    assert texts(result.units) == [heading, *sentences[:MAX_UNITS]]
+    counted = select(scored(units, logits, relative=0.0), fragments_free=0)
+    assert texts(counted.units) == [heading, *sentences[: MAX_UNITS - 1]]

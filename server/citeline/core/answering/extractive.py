@@ -15,6 +15,7 @@ from citeline.core.answering.other_blocks import (
     HEADING_JOINS,
     NEAR_BEST,
     NEW_INFORMATION,
+    heading_holds,
     joins_from_another_block,
 )
 from citeline.core.answering.results import Evidence
@@ -28,6 +29,9 @@ from citeline.core.scripts import CJK_RUN
 MAX_UNITS = 5
 # A lead-in that ends with a colon brings its whole list, up to this many items.
 LIST_MAX_ITEMS = 12
+# A line of a list written without markers is at most this long; so is a heading or
+# label line (a fragment) that takes none of the ``MAX_UNITS`` slots.
+LINE_ITEM_MAX_CHARS = 200
 # Near-duplicate units (share of word trigrams) are chosen once.
 REDUNDANCY = 0.6
 
@@ -81,6 +85,27 @@ _TERM_MAX_CHARS = 80
 _VALUE_MAX_CHARS = 160
 
 
+def _lists_after(unit: ScoredUnit) -> bool:
+    """A lead-in whose list a page writes as lines of their own (an HTML list's items
+    are paragraphs without a marker): a Latin-script sentence ending with a colon."""
+    text = unit.unit.text
+    return unit.unit.kind == "sentence" and text.rstrip().endswith(":") and not CJK_RUN.search(text)
+
+
+_SENTENCE_END = re.compile(r"[.!?。！？][\"'”’)\]]*\s*$")
+
+
+def _is_line_item(unit: ScoredUnit) -> bool:
+    """A line of such a list: a short unit with no full stop at its end ("0 when the
+    backup was successful (snapshot … created)")."""
+    text = unit.unit.text
+    return (
+        unit.unit.kind in ("sentence", "item")
+        and len(text) <= LINE_ITEM_MAX_CHARS
+        and not _SENTENCE_END.search(text)
+    )
+
+
 def select(
     result: Scored,
     max_units: int = MAX_UNITS,
@@ -88,6 +113,10 @@ def select(
     new_information: float = NEW_INFORMATION,
     near_best: float = NEAR_BEST,
     heading_joins: float = HEADING_JOINS,
+    line_lists: bool = True,
+    code_brings_lead: bool = True,
+    heading_first: float = 2.0,
+    fragments_free: int = LINE_ITEM_MAX_CHARS,
 ) -> Extract:
     """The best units (1 to ``max_units``), with the units they lean on.
 
@@ -104,6 +133,17 @@ def select(
     opens its passage (a section's first words often set the question up, and
     the next give the answer) brings the unit after it.  With ``other_blocks_add``
     (English), a unit of a block not cited yet must pass ``joins_from_another_block``.
+
+    With ``line_lists``, a Latin-script lead-in ending with a colon also brings the
+    lines after it that read as a list's items (short, no full stop at the end: an
+    HTML list's items are paragraphs of their own, without a marker); with
+    ``code_brings_lead``, a chosen code block brings the sentence ending with a colon
+    just before it ("… the dump command, like this:").  Measured and left off
+    (docs/quality.md): ``heading_first`` (below 1), the best unit bringing its
+    passage's first unit when its heading holds that share of the question.  A
+    chosen fragment (a line not ending like a sentence: a heading, a label, a list's
+    line) of at most ``fragments_free`` characters takes none of the ``max_units``
+    slots: it states no answer alone.
     """
     scored = result.units
     if not scored:
@@ -140,10 +180,17 @@ def select(
             heading_joins=heading_joins,
         ):
             continue
-        picked += 1
+        picked += not (is_fragment(candidate.unit) and len(candidate.unit.text) <= fragments_free)
         n, position = candidate.evidence.n, candidate.unit.position
         before = at.get((n, position - 1))
-        if before is not None and before.unit.block == candidate.unit.block:
+        if (
+            code_brings_lead
+            and before is not None
+            and candidate.unit.kind == "code"
+            and _lists_after(before)
+        ):
+            add(before)  # "… the dump command, like this:" before its example
+        elif before is not None and before.unit.block == candidate.unit.block:
             if candidate.unit.kind == "sentence" and _DEPENDENT_START.match(candidate.unit.text):
                 add(before)
         elif (
@@ -152,6 +199,15 @@ def select(
             and len(before.unit.text) <= _TERM_MAX_CHARS
         ):
             add(before)
+        first = at.get((n, opening[n]))
+        if (
+            picked == 1
+            and first is not None
+            and first is not candidate
+            and not is_fragment(first.unit)
+            and heading_holds(candidate, result.terms) >= heading_first
+        ):
+            add(first)  # what a section whose heading the question names says first
         add(candidate)
         after = at.get((n, position + 1))
         opens = candidate.unit.kind == "sentence" and opening[n] == position
@@ -165,12 +221,14 @@ def select(
         ):
             add(after)
         current = candidate
+        line_list = line_lists and _lists_after(candidate)
         for _ in range(LIST_MAX_ITEMS):
             following = at.get((n, current.unit.position + 1))
             if following is None:
                 break
             its_list = following.unit.kind == "item" and following.unit.lead == candidate.unit.text
-            if not (its_list or _CONTINUES.search(current.unit.text)):
+            its_line = line_list and _is_line_item(following)
+            if not (its_list or its_line or _CONTINUES.search(current.unit.text)):
                 break
             add(following)
             current = following
