@@ -13,7 +13,9 @@ Tables (in the collection's schema):
   it takes away);
 - ``term_df``: how many chunks hold each term (BM25's document frequency);
 - ``keyword_stats``: the number of rows and of terms (BM25's average length), the
-  average the impacts were computed with, and the packed lists' mark;
+  average the impacts were computed with, the packed lists' mark and their version
+  (the id of the transaction that last changed them: a trigger on
+  ``keyword_packed``);
 - ``keyword_packed``: each term's postings as three packed arrays (chunk ids,
   frequencies, lengths: big-endian int8 / int4 / int4, stored uncompressed), made by
   :meth:`PostgresKeywordIndex.pack` from ``postings``; they hold every chunk up to
@@ -31,10 +33,12 @@ letters removed), so ``café`` and ``cafe`` are one term in both backends.
 
 **Search over the packed lists** (when the collection has them: the writer packs at
 the end of a run when none exist or :data:`REPACK_SHARE` of the chunks changed).  One
-statement each reads the query terms' packed lists, the postings of the chunks added
+statement (:data:`_ONE`) reads the statistics, the query terms' document frequencies,
+their packed lists (those the reader does not keep from an earlier search of the same
+version of the lists: ``packed.PackedCache``), the postings of the chunks added
 since (ids above the mark, packed the same way) and the chunks removed since; numpy
 then sums every posting's share, computed as the exhaustive SQL computes it and
-added in the query's order, and zeroes the removed chunks.  A few rows of a few
+added in the query's order, and zeroes the removed chunks (``packed.best``).  A few rows of a few
 megabytes instead of a row per posting: exact, and the cost is the copy and the
 arithmetic.  An added chunk whose id is at or below the mark drops the lists (they
 would miss its postings), until the next pack.
