@@ -51,6 +51,7 @@ import psycopg
 from psycopg import sql
 
 from citeline.app import make_embedder
+from citeline.backends.postgres import packed
 from citeline.backends.postgres.connection import schema_for
 from citeline.backends.postgres.index import PostgresIndex
 from citeline.backends.postgres.keywords import PostgresKeywordIndex, fold
@@ -607,8 +608,15 @@ def main() -> int:
     parser.add_argument(
         "--existing", action="store_true", help="measure the collections --keep kept (no load)"
     )
+    parser.add_argument(
+        "--kept-postings",
+        type=int,
+        help="the postings a reader keeps between searches (default: packed.CACHE_POSTINGS)",
+    )
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
+    if args.kept_postings is not None:
+        packed.CACHE_POSTINGS = args.kept_postings
     if args.recall:
         if not (args.store and args.dataset):
             parser.error("--recall needs --store and --dataset")
@@ -647,6 +655,7 @@ def run(args: argparse.Namespace, url: str) -> None:
     report: dict[str, Any] = {
         "machine": {"cores": os.cpu_count(), "load_before": load_average()},
         "queries": len(queries),
+        "kept_postings_limit": packed.CACHE_POSTINGS,
         "sizes": {},
     }
     if args.keyword_only:

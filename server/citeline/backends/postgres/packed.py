@@ -88,9 +88,9 @@ class PackedCache:
     """The decoded lists of the terms searched, for one version of a collection's
     packed lists; the least recently used dropped beyond ``limit`` postings."""
 
-    def __init__(self, limit: int = CACHE_POSTINGS) -> None:
+    def __init__(self, limit: int | None = None) -> None:
         self.version: int | None = None
-        self._limit = limit
+        self._limit = CACHE_POSTINGS if limit is None else limit
         self._lists: OrderedDict[str, PackedList] = OrderedDict()
         self._held = 0
 
