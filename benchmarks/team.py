@@ -51,6 +51,7 @@ import psycopg
 from psycopg import sql
 
 from citeline.app import make_embedder
+from citeline.backends.postgres import packed
 from citeline.backends.postgres.connection import schema_for
 from citeline.backends.postgres.index import PostgresIndex
 from citeline.backends.postgres.keywords import PostgresKeywordIndex, fold
@@ -353,43 +354,74 @@ def measure_keywords(
     url: str, collection: str, identity: IndexIdentity, queries: list[str]
 ) -> dict[str, Any]:
     """The reader's keyword search alone: the search the daemon runs (``keyword_db``:
-    the packed lists summed in numpy once the writer packed them, else the threshold
-    algorithm) and the SQL sum of every posting (``keyword_exhaustive_db``), query by
-    query in turn, and how often the two agree: the same top 10 ids in the same
-    order, and the same whole ranking (scores to 12 digits)."""
-    reader = PostgresIndex(url, collection, identity, read_only=True)
+    the packed lists summed in numpy once the writer packed them, the lists of the
+    terms searched kept between searches; else the threshold algorithm), the same with
+    nothing kept (``keyword_db_cold``: one statement reads every list), the same in
+    three statements and a transaction as before the one statement
+    (``keyword_db_three_statements``, nothing kept), and the SQL sum of every posting
+    (``keyword_exhaustive_db``), query by query in turn; how often the reader and the
+    SQL sum agree: the same top 10 ids in the same order, and the same whole ranking
+    (scores to 9 digits); and what the reader keeps at the end."""
+    reader, cold, three = (
+        PostgresIndex(url, collection, identity, read_only=True) for _ in range(3)
+    )
     pool = BUNDLED_MODEL_RETRIEVAL.candidates
     keywords = reader._kw  # the one index class measured here
-    for q in queries[:3]:  # warm the caches
+
+    def search_cold(q: str) -> list[tuple[int, float]]:
+        cold._kw._lists.clear()
+        return cold.keyword_search(query_terms(q), pool)
+
+    def search_three(q: str) -> list[tuple[int, float]]:
+        three._kw._versioned = False  # (the statements of a collection without the version)
+        return three.keyword_search(query_terms(q), pool)
+
+    for q in queries[:3]:  # warm the server's caches
         reader.keyword_search(query_terms(q), pool)
+        search_cold(q)
+        search_three(q)
         keywords.search_exhaustive(query_terms(q), pool)
-    times: dict[str, list[float]] = {"keyword_db": [], "keyword_exhaustive_db": []}
+    names = ("keyword_db", "keyword_db_cold", "keyword_db_three_statements")
+    times: dict[str, list[float]] = {name: [] for name in (*names, "keyword_exhaustive_db")}
     top10 = whole = 0
     for q in queries:
-        started = time.perf_counter()
-        found = reader.keyword_search(query_terms(q), pool)
-        times["keyword_db"].append(time.perf_counter() - started)
+        found: list[list[tuple[int, float]]] = []
+        for name, search in zip(
+            names,
+            (lambda q: reader.keyword_search(query_terms(q), pool), search_cold, search_three),
+            strict=True,
+        ):
+            started = time.perf_counter()
+            found.append(search(q))
+            times[name].append(time.perf_counter() - started)
         started = time.perf_counter()
         every = keywords.search_exhaustive(query_terms(q), pool)
         times["keyword_exhaustive_db"].append(time.perf_counter() - started)
-        top10 += [i for i, _ in found[:10]] == [i for i, _ in every[:10]]
-        whole += found == every or [(i, round(s, 9)) for i, s in found] == [
+        if found[1] != found[0] or found[2] != found[0]:
+            log(f"the three packed searches differ for {q!r}")
+        top10 += [i for i, _ in found[0][:10]] == [i for i, _ in every[:10]]
+        whole += found[0] == every or [(i, round(s, 9)) for i, s in found[0]] == [
             (i, round(s, 9)) for i, s in every
         ]
-    times.update(split_keyword_time(reader, queries[:60], pool))
-    reader.close()
+    kept = {"terms": len(keywords._lists), "postings": keywords._lists.postings}
+    times.update(split_keyword_time(reader, queries[:60], pool, "keyword_db_again"))
+    times.update(split_keyword_time(cold, queries[:60], pool, "keyword_db_cold", cold=True))
+    for index in (reader, cold, three):
+        index.close()
     out: dict[str, Any] = {name: percentiles(t) for name, t in times.items()}
     out["same_top10"] = f"{top10}/{len(queries)}"
     out["same_ranking"] = f"{whole}/{len(queries)}"
+    out["kept_after"] = kept
     return out
 
 
 def split_keyword_time(
-    reader: PostgresIndex, queries: list[str], pool: int
+    reader: PostgresIndex, queries: list[str], pool: int, name: str, cold: bool = False
 ) -> dict[str, list[float]]:
     """Where the reader's keyword search spends its time, query by query: in the
     database's statements (``cursor.execute``, results received) and the rest (numpy,
-    Python, the transaction's begin and commit)."""
+    Python, the transaction's begin and commit); with ``cold``, nothing kept from one
+    search to the next."""
     spent = [0.0]
     execute = psycopg.Cursor.execute
 
@@ -400,16 +432,18 @@ def split_keyword_time(
         finally:
             spent[0] += time.perf_counter() - started
 
-    out: dict[str, list[float]] = {"keyword_db_statements": [], "keyword_db_rest": []}
+    out: dict[str, list[float]] = {f"{name}_statements": [], f"{name}_rest": []}
     psycopg.Cursor.execute = timed  # type: ignore[method-assign]
     try:
         for q in queries:
+            if cold:
+                reader._kw._lists.clear()
             spent[0] = 0.0
             started = time.perf_counter()
             reader.keyword_search(query_terms(q), pool)
             total = time.perf_counter() - started
-            out["keyword_db_statements"].append(spent[0])
-            out["keyword_db_rest"].append(total - spent[0])
+            out[f"{name}_statements"].append(spent[0])
+            out[f"{name}_rest"].append(total - spent[0])
     finally:
         psycopg.Cursor.execute = execute  # type: ignore[method-assign]
     return out
@@ -574,8 +608,15 @@ def main() -> int:
     parser.add_argument(
         "--existing", action="store_true", help="measure the collections --keep kept (no load)"
     )
+    parser.add_argument(
+        "--kept-postings",
+        type=int,
+        help="the postings a reader keeps between searches (default: packed.CACHE_POSTINGS)",
+    )
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
+    if args.kept_postings is not None:
+        packed.CACHE_POSTINGS = args.kept_postings
     if args.recall:
         if not (args.store and args.dataset):
             parser.error("--recall needs --store and --dataset")
@@ -614,6 +655,7 @@ def run(args: argparse.Namespace, url: str) -> None:
     report: dict[str, Any] = {
         "machine": {"cores": os.cpu_count(), "load_before": load_average()},
         "queries": len(queries),
+        "kept_postings_limit": packed.CACHE_POSTINGS,
         "sizes": {},
     }
     if args.keyword_only:
@@ -680,18 +722,27 @@ def print_size(size: int, entry: dict[str, Any]) -> None:
         "dense_db",
         "exact_db",
         "keyword_db",
-        "keyword_db_statements",
-        "keyword_db_rest",
+        "keyword_db_cold",
+        "keyword_db_three_statements",
+        "keyword_db_again_statements",
+        "keyword_db_again_rest",
+        "keyword_db_cold_statements",
+        "keyword_db_cold_rest",
         "keyword_exhaustive_db",
         "embed",
         "dense",
     )
     for name in (*names, "keyword", "hybrid"):
         if name in s:
-            print(f"  {name:21} p50 {s[name]['p50_ms']:8.1f} ms   p95 {s[name]['p95_ms']:8.1f} ms")
+            print(f"  {name:27} p50 {s[name]['p50_ms']:8.1f} ms   p95 {s[name]['p95_ms']:8.1f} ms")
     if "same_ranking" in s:
         print(
             f"  same ranking as the exhaustive SQL: {s['same_ranking']} (top 10: {s['same_top10']})"
+        )
+    if "kept_after" in s:
+        kept = s["kept_after"]
+        print(
+            f"  kept by the reader at the end: {kept['terms']} terms, {kept['postings']:,} postings"
         )
     if "hnsw_recall@10" in s:
         print(f"  HNSW recall@10 against exact: {s['hnsw_recall@10']}")

@@ -15,6 +15,7 @@ import psycopg.sql
 import pytest
 
 from citeline.backends.postgres import keywords as pg_keywords
+from citeline.backends.postgres import packed as pg_packed
 from citeline.backends.postings import PostingsKeywordIndex
 from citeline.backends.sqlite import fts5
 from citeline.core.keywords import KeywordIndex, terms
@@ -175,13 +176,13 @@ def test_packed_lists_rank_as_scoring_every_posting_through_changes(
     index.pack()
     assert not index.pack_due()
     answered: list[int] = []
-    real = pg_keywords.PostgresKeywordIndex._packed
+    real = pg_packed.best
 
-    def counting(self: pg_keywords.PostgresKeywordIndex, *args: Any) -> Any:
+    def counting(*args: Any) -> Any:
         answered.append(1)
-        return real(self, *args)
+        return real(*args)
 
-    monkeypatch.setattr(pg_keywords.PostgresKeywordIndex, "_packed", counting)
+    monkeypatch.setattr(pg_packed, "best", counting)
 
     def check(queries: list[list[str]]) -> int:
         """How many of the queries that find anything the packed search did not answer."""

@@ -13,7 +13,9 @@ Tables (in the collection's schema):
   it takes away);
 - ``term_df``: how many chunks hold each term (BM25's document frequency);
 - ``keyword_stats``: the number of rows and of terms (BM25's average length), the
-  average the impacts were computed with, and the packed lists' mark;
+  average the impacts were computed with, the packed lists' mark and their version
+  (the id of the transaction that last changed them: a trigger on
+  ``keyword_packed``);
 - ``keyword_packed``: each term's postings as three packed arrays (chunk ids,
   frequencies, lengths: big-endian int8 / int4 / int4, stored uncompressed), made by
   :meth:`PostgresKeywordIndex.pack` from ``postings``; they hold every chunk up to
@@ -31,10 +33,12 @@ letters removed), so ``café`` and ``cafe`` are one term in both backends.
 
 **Search over the packed lists** (when the collection has them: the writer packs at
 the end of a run when none exist or :data:`REPACK_SHARE` of the chunks changed).  One
-statement each reads the query terms' packed lists, the postings of the chunks added
+statement (:data:`_ONE`) reads the statistics, the query terms' document frequencies,
+their packed lists (those the reader does not keep from an earlier search of the same
+version of the lists: ``packed.PackedCache``), the postings of the chunks added
 since (ids above the mark, packed the same way) and the chunks removed since; numpy
 then sums every posting's share, computed as the exhaustive SQL computes it and
-added in the query's order, and zeroes the removed chunks.  A few rows of a few
+added in the query's order, and zeroes the removed chunks (``packed.best``).  A few rows of a few
 megabytes instead of a row per posting: exact, and the cost is the copy and the
 arithmetic.  An added chunk whose id is at or below the mark drops the lists (they
 would miss its postings), until the next pack.
@@ -83,6 +87,7 @@ import psycopg
 from psycopg import sql
 from psycopg.pq import TransactionStatus
 
+from citeline.backends.postgres import packed
 from citeline.core.keywords import K1, B, bm25_idf, bm25_weight, fold
 
 TABLES = ("chunk_terms", "postings", "term_df", "keyword_stats", "keyword_packed", "packed_removed")
@@ -144,6 +149,20 @@ BEGIN
     END IF;
     RETURN NULL;
 END $$;
+ALTER TABLE {s}.keyword_stats ADD COLUMN IF NOT EXISTS packed_version bigint;
+UPDATE {s}.keyword_stats SET packed_version = txid_current() WHERE packed_version IS NULL;
+CREATE OR REPLACE FUNCTION {s}.packed_changed() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    UPDATE {s}.keyword_stats SET packed_version = txid_current();
+    RETURN NULL;
+END $$;
+DO $$ BEGIN
+    IF NOT EXISTS (SELECT FROM pg_trigger WHERE tgname = 'packed_changed'
+            AND tgrelid = '{s}.keyword_packed'::regclass) THEN
+        CREATE TRIGGER packed_changed AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE
+            ON {s}.keyword_packed FOR EACH STATEMENT EXECUTE FUNCTION {s}.packed_changed();
+    END IF;
+END $$;
 DO $$ BEGIN
     IF NOT EXISTS (SELECT FROM pg_trigger WHERE tgname = 'packed_removal'
             AND tgrelid = '{s}.chunk_terms'::regclass) THEN
@@ -190,6 +209,8 @@ class PostgresKeywordIndex:
     def __init__(self, conn: psycopg.Connection[Any], schema: str) -> None:
         self._conn = conn
         self._s = sql.Identifier(schema)
+        self._versioned = False  # the collection has keyword_stats.packed_version
+        self._lists = packed.PackedCache()  # the terms' packed lists, read by this reader
 
     def _q(self, text: str) -> sql.Composed:
         return sql.SQL(text).format(s=self._s)
@@ -372,11 +393,13 @@ class PostgresKeywordIndex:
         row = cur.execute(
             self._q(
                 "SELECT rows, terms, (to_jsonb(k) ->> 'impact_average')::float8,"
-                " (to_jsonb(k) ->> 'packed_upto')::bigint FROM {s}.keyword_stats k"
+                " (to_jsonb(k) ->> 'packed_upto')::bigint, to_jsonb(k) ? 'packed_version'"
+                " FROM {s}.keyword_stats k"
             )
         ).fetchone()
         if not row:
             return 0, 0, None, None
+        self._versioned = bool(row[4])  # a writer of this version made the lists' version
         average = None if row[2] is None else float(row[2])
         return int(row[0]), int(row[1]), average, None if row[3] is None else int(row[3])
 
@@ -412,6 +435,10 @@ class PostgresKeywordIndex:
         if not terms or k <= 0:
             return []
         folded = [fold(t) for t in terms]
+        if top_k and self._versioned:
+            found = self._one_statement(folded, k)
+            if found is not None:
+                return found
         with self._snapshot() as cur:
             total, length, reference, upto = self._stats(cur)
             frequencies = self._df(cur, folded)
@@ -500,63 +527,67 @@ class PostgresKeywordIndex:
     def _packed(
         self, cur: psycopg.Cursor[Any], query: _Query, upto: int, average: float, k: int
     ) -> list[tuple[int, float]]:
-        """Every posting of the query's terms summed in numpy: the packed lists, the
-        postings of chunks added since (ids above ``upto``), less the chunks removed
-        since.  Each share is computed as the exhaustive SQL computes it, and a chunk's
-        shares are added in the query's order."""
+        """Every posting of the query's terms summed in numpy (:func:`packed.best`): the
+        packed lists, the postings of chunks added since (ids above ``upto``), less the
+        chunks removed since; three statements (a collection without the lists'
+        version, :meth:`_one_statement`'s otherwise)."""
         names = list(dict.fromkeys(query.terms))
-        parts: dict[str, list[tuple[bytes, bytes, bytes]]] = {t: [] for t in names}
-        for statement, args in (
-            (_PACKED, (names,)),
-            (_ADDED, (names, upto)),
-        ):
+        lists: dict[str, list[packed.PackedList]] = {t: [] for t in names}
+        for statement, args in ((_PACKED, (names,)), (_ADDED, (names, upto))):
             for term, ids, tfs, lengths in cur.execute(self._q(statement), args, binary=True):
-                parts[str(term)].append((bytes(ids), bytes(tfs), bytes(lengths)))
+                lists[str(term)].append(packed.PackedList.decode(ids, tfs, lengths))
         removed_row = cur.execute(self._q(_REMOVED), binary=True).fetchone()
         removed = np.frombuffer(bytes(removed_row[0]) if removed_row else b"", ">i8")
-        lists: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
-        for term in names:
-            got = parts[term]
-            lists[term] = (
-                np.concatenate([np.frombuffer(i, ">i8") for i, _, _ in got] or [_NO_IDS]),
-                np.concatenate([np.frombuffer(f, ">i4") for _, f, _ in got] or [_NO_INTS]),
-                np.concatenate([np.frombuffer(n, ">i4") for _, _, n in got] or [_NO_INTS]),
-            )
-        held = sum(len(ids) for ids, _, _ in lists.values())
-        if not held:
+        parts = [(idf, lists[t]) for t, idf in zip(query.terms, query.idfs, strict=True)]
+        return packed.best(parts, removed.astype(np.int64), average, k)
+
+    def _one_statement(self, folded: list[str], k: int) -> list[tuple[int, float]] | None:
+        """The packed search in one statement (one snapshot, one round trip): the
+        statistics, the terms' document frequencies, the packed lists of the terms not
+        kept from an earlier search of the same version of the lists (all of them when
+        the version moved), the postings added since and the chunks removed since.
+        None when the collection has no packed lists."""
+        names = list(dict.fromkeys(folded))
+        cache = self._lists
+        rows = self._conn.execute(
+            self._q(_ONE),
+            {"names": names, "missing": cache.missing(names), "version": cache.version},
+            binary=True,
+        ).fetchall()
+        total, length, upto, version, own = (None if v is None else int(v) for v in rows[0][2:7])
+        if upto is None or version is None or not total or length is None:
+            return None
+        if version != cache.version or version == own:
+            # Other lists (or this transaction's own, not yet committed): none kept.
+            cache.clear(None if version == own else version)
+        frequencies: dict[str, int] = {}
+        fetched: dict[str, packed.PackedList] = {}
+        added: dict[str, packed.PackedList] = {}
+        removed = np.zeros(0, np.int64)
+        for kind, term, number, _, _, _, _, ids, tfs, lengths in rows[1:]:
+            if kind == _DF:
+                frequencies[str(term)] = int(number)
+            elif kind == _LIST:
+                fetched[str(term)] = packed.PackedList.decode(ids, tfs, lengths)
+            elif kind == _ADDED_SINCE:
+                added[str(term)] = packed.PackedList.decode(ids, tfs, lengths)
+            else:
+                removed = np.frombuffer(ids, ">i8").astype(np.int64)
+        present = [t for t in folded if t in frequencies]
+        if not present:
             return []
-        top = max(int(ids.max()) for ids, _, _ in lists.values() if len(ids))
-        dense = top < 8 * held + 4096  # a score slot per id, else per id met
-        ids_of = None
-        if not dense:
-            ids_of = np.unique(np.concatenate([ids for ids, _, _ in lists.values()]))
-        at: list[np.ndarray] = []
-        shares: list[np.ndarray] = []
-        for term, idf in zip(query.terms, query.idfs, strict=True):
-            ids, tf, length = lists[term]
-            at.append(ids.astype(np.int64) if ids_of is None else np.searchsorted(ids_of, ids))
-            shares.append(_shares(idf, tf, length, average))
-        # One pass in the query's order: a chunk's shares are added as the SQL sum adds them.
-        scores = np.bincount(
-            np.concatenate(at),
-            weights=np.concatenate(shares),
-            minlength=top + 1 if ids_of is None else len(ids_of),
-        )
-        if ids_of is None:
-            scores[removed[removed <= top]] = 0.0
-        else:
-            slot = np.searchsorted(ids_of, removed)
-            inside = slot < len(ids_of)
-            slot, kept = slot[inside], removed[inside]
-            scores[slot[ids_of[slot] == kept]] = 0.0
-        met = np.flatnonzero(scores >= _least_kth(scores, at, k))
-        met = met[scores[met] > 0]
-        if len(met) > k:
-            kth = np.partition(scores[met], len(met) - k)[len(met) - k]
-            met = met[scores[met] >= kth]
-        chunk_ids = met if ids_of is None else ids_of[met]
-        order = np.lexsort((chunk_ids, -scores[met]))[:k]
-        return [(int(chunk_ids[i]), float(scores[met[i]])) for i in order]
+        lists: dict[str, list[packed.PackedList]] = {}
+        for term in dict.fromkeys(present):
+            got = fetched.get(term) or cache.get(term)
+            if got is None:  # a term the lists do not hold (added since): kept as empty
+                got = packed.PackedList.decode(b"", b"", b"")
+            if term not in cache:
+                cache.put(term, got)
+            lists[term] = [got, *([added[term]] if term in added else [])]
+        parts = [(bm25_idf(total, frequencies[t]), lists[t]) for t in present]
+        found = packed.best(parts, removed, length / total, k)
+        cache.trim()
+        return found
 
     def document_frequencies(self, terms: Sequence[str]) -> tuple[int, dict[str, int]]:
         with self._snapshot() as cur:
@@ -591,8 +622,33 @@ _REMOVED = (
     "SELECT coalesce(string_agg(int8send(chunk_id), '' ORDER BY chunk_id), '')"
     " FROM {s}.packed_removed"
 )
-_NO_IDS = np.zeros(0, ">i8")
-_NO_INTS = np.zeros(0, ">i4")
+
+# The same in one statement, rows by kind: the statistics (the lists' mark and version,
+# and this transaction's id if it has one), each term's document frequency, the packed
+# lists of ``missing`` (of every term when the version is not ``version``), the
+# postings added since and the chunks removed since.
+_STATS, _DF, _LIST, _ADDED_SINCE, _REMOVED_SINCE = range(5)
+_ONE = (
+    "WITH k AS (SELECT rows, terms, packed_upto, packed_version FROM {s}.keyword_stats)"
+    " SELECT 0 AS kind, NULL::text AS term, k.rows, k.terms, k.packed_upto,"
+    " k.packed_version, txid_current_if_assigned(), NULL::bytea AS ids, NULL::bytea AS tfs,"
+    " NULL::bytea AS lengths FROM k"
+    " UNION ALL SELECT 1, d.term, d.df, NULL, NULL, NULL, NULL, NULL, NULL, NULL"
+    " FROM {s}.term_df d WHERE d.term = ANY(%(names)s::text[]) AND d.df > 0"
+    " UNION ALL SELECT 2, p.term, NULL, NULL, NULL, NULL, NULL, p.chunk_ids, p.tfs, p.lengths"
+    " FROM {s}.keyword_packed p WHERE p.term = ANY((SELECT CASE"
+    " WHEN k.packed_version = %(version)s::bigint THEN %(missing)s::text[]"
+    " ELSE %(names)s::text[] END FROM k)::text[])"
+    " UNION ALL SELECT 3, a.term, NULL, NULL, NULL, NULL, NULL,"
+    " string_agg(int8send(a.chunk_id), '' ORDER BY a.chunk_id),"
+    " string_agg(int4send(a.tf), '' ORDER BY a.chunk_id),"
+    " string_agg(int4send(a.length), '' ORDER BY a.chunk_id)"
+    " FROM {s}.postings a WHERE a.term = ANY(%(names)s::text[])"
+    " AND a.chunk_id > (SELECT packed_upto FROM k) GROUP BY a.term"
+    " UNION ALL SELECT 4, NULL, NULL, NULL, NULL, NULL, NULL,"
+    " (SELECT coalesce(string_agg(int8send(r.chunk_id), '' ORDER BY r.chunk_id), '')"
+    " FROM {s}.packed_removed r), NULL, NULL"
+)
 
 # A posting's BM25 share, as the exhaustive sum and the threshold algorithm compute it.
 _SHARE = "q.idf * p.tf * %(k1p)s / (p.tf + %(k1)s * (%(omb)s + %(b)s * p.length / %(avg)s))"
@@ -659,40 +715,6 @@ _SCORE = (
     "SELECT a.chunk_id, e.score FROM unnest(%(ids)s::bigint[]) AS a(chunk_id)"
     f" CROSS JOIN LATERAL {_EXACT.format('a')} e ORDER BY e.score DESC, a.chunk_id LIMIT %(k)s"
 )
-
-
-def _shares(idf: float, tf: np.ndarray, length: np.ndarray, average: float) -> np.ndarray:
-    """Each posting's BM25 share, the operations in the exhaustive SQL's order
-    (``idf·tf·(k1+1) / (tf + k1·((1−b) + b·len/avg))``): the same bits."""
-    tf = tf.astype(np.float64)
-    denominator = B * length.astype(np.float64)
-    denominator /= average
-    denominator += 1 - B
-    denominator *= K1
-    denominator += tf
-    share = idf * tf
-    share *= K1 + 1
-    share /= denominator
-    return share
-
-
-def _least_kth(scores: np.ndarray, at: list[np.ndarray], k: int) -> float:
-    """A score the k-th best reaches: the k-th best among the chunks of the shortest
-    lists (distinct, at least 4k of them when there are), so that only the chunks at
-    or above it are ranked; 0 when those hold fewer than k chunks."""
-    order = sorted(range(len(at)), key=lambda i: len(at[i]))
-    picked: list[np.ndarray] = []
-    held = 0
-    for i in order:
-        picked.append(at[i])
-        held += len(at[i])
-        if held >= 4 * k:
-            break
-    some = np.unique(np.concatenate(picked)) if picked else np.zeros(0, np.int64)
-    some = some[scores[some] > 0]
-    if len(some) < k:
-        return 0.0
-    return float(np.partition(scores[some], len(some) - k)[len(some) - k])
 
 
 def _seeds(names: list[str], frequencies: dict[str, int]) -> list[int]:
