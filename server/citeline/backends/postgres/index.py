@@ -861,11 +861,10 @@ class PostgresIndex:
                     if start:
                         self._pause()  # searches meanwhile read the committed collection
                     end = start + WRITE_SLICE
-                    ids = self._insert_chunks(
-                        conn, file_id, chunks[start:end], update.chunk_vectors[start:end]
-                    )
+                    part = chunks[start:end]
+                    ids = self._insert_chunks(conn, file_id, part, update.chunk_vectors[start:end])
                     self._kw.add_many(
-                        [(cid, item.terms) for cid, item in zip(ids, chunks[start:end], strict=True)]
+                        [(cid, item.terms) for cid, item in zip(ids, part, strict=True)]
                     )
                     added.extend(ids)
                 if removed or added:
