@@ -6,6 +6,7 @@ docs/reliability.md quotes.
     .venv/bin/python benchmarks/torture.py            # 100 kill rounds, 5,000 fuzz messages
     .venv/bin/python benchmarks/torture.py --rounds 20 --fuzz 2000 --json
     .venv/bin/python benchmarks/torture.py --only big-pdf --big-pdf-pages 50000 --json
+    .venv/bin/python benchmarks/torture.py --only first-index --first-index-files 1000
 """
 
 from __future__ import annotations
@@ -190,14 +191,31 @@ def main() -> int:
         "--big-pdf-pages", type=int, default=20_000, help="pages of the PDF searched beside"
     )
     parser.add_argument(
+        "--first-index-files",
+        type=int,
+        default=1000,
+        help="notes of the first index killed halfway (kill -9 inside a commit)",
+    )
+    parser.add_argument(
         "--only",
-        choices=["big-pdf"],
+        choices=["big-pdf", "first-index"],
         help="run one section: big-pdf, searches every 200 ms beside 50 notes while a"
-        " --big-pdf-pages PDF is indexed",
+        " --big-pdf-pages PDF is indexed; first-index, a first index of"
+        " --first-index-files notes killed halfway, then finished",
     )
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     args = parser.parse_args()
     figures: dict[str, Any] = {"load_before": os.getloadavg()}
+    if args.only == "first-index":
+        with tempfile.TemporaryDirectory(prefix="citeline-torture-") as tmp:
+            started = time.monotonic()
+            figures["first_index"] = crashes.first_index(
+                Path(tmp), files=args.first_index_files, seed=args.seed
+            ).to_json()
+            figures["seconds"] = round(time.monotonic() - started, 1)
+        figures["load_after"] = os.getloadavg()
+        print(json.dumps(figures, indent=2 if args.json else None))
+        return 0
     if args.only == "big-pdf":
         with tempfile.TemporaryDirectory(prefix="citeline-torture-") as tmp:
             started = time.monotonic()
@@ -235,6 +253,9 @@ def main() -> int:
             work / "churn", operations=args.churn, seed=args.seed
         ).to_json()
         figures["kill"] = crashes.run(work / "kill", rounds=args.rounds, seed=args.seed).to_json()
+        figures["first_index"] = crashes.first_index(
+            work / "first-index", files=args.first_index_files, seed=args.seed
+        ).to_json()
         figures["seconds"] = round(time.monotonic() - started, 1)
     figures["load_after"] = os.getloadavg()
     if args.json:
@@ -356,6 +377,15 @@ def _print(f: dict[str, Any]) -> None:
         f" {k['stale_files']} stale, equal to a fresh index: {k['equal_to_fresh']}"
     )
     for problem in k["problems"]:
+        print(f"  {problem}")
+    first = f["first_index"]
+    print(
+        f"first index of {first['files']} notes killed in commit {first['killed_in_commit']}"
+        f" ({first['committed_before_kill']} files committed): consistent {first['consistent']};"
+        f" finished: {first['lost_files']} lost, {first['stale_files']} stale, equal to a"
+        f" fresh index: {first['equal_to_fresh']}"
+    )
+    for problem in first["problems"]:
         print(f"  {problem}")
     print(f"load average before {f['load_before']}, after {f['load_after']}; {f['seconds']} s")
 

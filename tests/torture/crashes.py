@@ -270,3 +270,87 @@ def run(
         done = subprocess.run(index_command(fresh), capture_output=True, timeout=600)
         result.equal_to_fresh = done.returncode == 0 and snapshot(fresh) == held
     return result
+
+
+@dataclass
+class FirstIndexResult:
+    files: int = 0
+    killed_in_commit: int = 0  # the commit the kill came in (0: none)
+    committed_before_kill: int = 0  # files the store held when the kill came
+    consistent: bool = False
+    lost_files: int = -1
+    stale_files: int = -1
+    equal_to_fresh: bool = False
+    problems: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "files": self.files,
+            "killed_in_commit": self.killed_in_commit,
+            "committed_before_kill": self.committed_before_kill,
+            "consistent": self.consistent,
+            "lost_files": self.lost_files,
+            "stale_files": self.stale_files,
+            "equal_to_fresh": self.equal_to_fresh,
+            "problems": self.problems[:20],
+        }
+
+
+def first_index(work: Path, *, files: int, seed: int) -> FirstIndexResult:
+    """A first index of ``files`` tiny notes killed with SIGKILL inside a commit about
+    halfway through, then run again to the end: the store is consistent after the kill,
+    and the finished index holds every file and equals a fresh index of the same files."""
+    rng = random.Random(seed)
+    docs = work / "docs"
+    if docs.exists():
+        shutil.rmtree(docs)
+    docs.mkdir(parents=True)
+    corpus = Corpus(docs, rng)
+    for n in range(files):
+        corpus.write(f"f{n}.md", f"f{n}")
+    result = FirstIndexResult(files=files)
+    log = work / "first-commits.log"
+    log.write_text("")
+    env = dict(os.environ)
+    env["CITELINE_TEST_COMMIT_LOG"] = str(log)
+    env["CITELINE_TEST_COMMIT_PAUSE"] = "0.03"
+    target = max(2, files // 2)  # file commits and model calls' commits both count
+    with open(work / "first-index.log", "ab") as err:
+        process = subprocess.Popen(
+            index_command(docs), stdout=subprocess.DEVNULL, stderr=err, env=env
+        )
+    started = time.monotonic()
+    while process.poll() is None:
+        lines = log.read_text().split()
+        # the last line a "begin N" (N at least the target): inside the N-th commit
+        last = lines[-2:] if len(lines) >= 3 and lines[-3] == "begin" else []
+        if last and int(last[0]) >= target:
+            process.send_signal(signal.SIGKILL)
+            result.killed_in_commit = int(last[0])
+            break
+        if time.monotonic() - started > 600:
+            process.send_signal(signal.SIGKILL)
+            break
+        time.sleep(0.002)
+    code = process.wait()
+    if code != -signal.SIGKILL or not result.killed_in_commit:
+        result.problems.append(f"the first index was not killed inside a commit (exit {code})")
+    result.committed_before_kill = len(snapshot(docs)) if (docs / ".citeline").exists() else 0
+    problems = check_store(docs, corpus.versions)
+    result.problems.extend(problems)
+    result.consistent = not problems
+    finished = subprocess.run(index_command(docs), capture_output=True, timeout=900)
+    if finished.returncode != 0:
+        result.problems.append(f"the run after the kill exited {finished.returncode}")
+        return result
+    held = snapshot(docs)
+    on_disk = {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in docs.glob("*.md")}
+    result.lost_files = len([p for p in on_disk if p not in held])
+    result.stale_files = len([p for p, h in held.items() if p not in on_disk or on_disk[p] != h[0]])
+    fresh = work / "first-fresh"
+    if fresh.exists():
+        shutil.rmtree(fresh)
+    shutil.copytree(docs, fresh, ignore=shutil.ignore_patterns(".citeline"))
+    done = subprocess.run(index_command(fresh), capture_output=True, timeout=900)
+    result.equal_to_fresh = done.returncode == 0 and snapshot(fresh) == held
+    return result

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -92,3 +93,40 @@ def test_rescoring_reads_rows_without_making_the_float_vectors_resident(
     # The file is in the page cache (just written): a mapped read would have made
     # 64 KB around every row resident; pread leaves the 1.5 MB mapping untouched.
     assert mapped_kb(tmp_path / "b.vectors.npy") == 0
+
+
+@pytest.mark.parametrize("kind", kinds.STREAMED)
+def test_a_base_written_a_block_at_a_time_is_the_base_built_at_once(
+    kind: str, tmp_path: Path
+) -> None:
+    """``write_streamed`` (a new base from blocks of rows, never all of them in memory
+    at once) writes the files ``build_base`` + ``write_base`` write of the same rows:
+    the same ids and vectors in the same order, the same answers."""
+    rng = np.random.default_rng(7)
+    count, dimension = 3_000, 16
+    vectors = rng.normal(size=(count, dimension)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    ids = rng.permutation(10 * count)[:count].astype(np.int64)
+
+    def blocks() -> Iterator[tuple[np.ndarray, np.ndarray]]:
+        for start in range(0, count, 700):  # blocks of any size
+            yield ids[start : start + 700], vectors[start : start + 700]
+
+    built, streamed = tmp_path / "built", tmp_path / "streamed"
+    built.mkdir()
+    streamed.mkdir()
+    kinds.write_base(kinds.build_base(kind, ids, vectors, dimension), built, "b")
+    kinds.write_streamed(kind, blocks, count, dimension, streamed, "b")
+    for name in sorted(p.name for p in built.iterdir()):
+        if name.endswith(".npy"):
+            assert np.array_equal(np.load(built / name), np.load(streamed / name)), name
+    if kind != kinds.IVF_SQ8:  # (its training's k-means runs on every core: not bytewise)
+        assert (built / "b.base").read_bytes() == (streamed / "b.base").read_bytes()
+    a = kinds.read_base(built, "b", kind, dimension)
+    b = kinds.read_base(streamed, "b", kind, dimension)
+    for query in vectors[:20]:
+        want = a.search(query.reshape(1, -1), 10, None)
+        got = b.search(query.reshape(1, -1), 10, None)
+        assert [i for i, _ in got] == [i for i, _ in want]
+    with pytest.raises(ValueError):
+        kinds.write_streamed(kind, blocks, count + 1, dimension, tmp_path, "short")

@@ -1,7 +1,8 @@
 """The team index beyond the DocumentIndex contract (tests/contracts/): readers are
 read-only and guard the embedding model, writers exclude each other, retrieval agrees
 with the embedded index on the same chunks, vectors outlive their chunks for a while,
-and a lost server is an IndexUnavailable that heals on its own.  A real server."""
+and a lost server is an IndexUnavailable that heals on its own; a writer's searches
+read the committed collection while a big file is written.  A real server."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ import pytest
 from citeline.backends.embedded import EmbeddedIndex
 from citeline.backends.faiss import FaissVectorIndex
 from citeline.backends.postgres.connection import CollectionMissing, DatabaseUnavailable, WriterBusy
-from citeline.backends.postgres.index import PostgresIndex
+from citeline.backends.postgres.index import WRITE_SLICE, PostgresIndex
 from citeline.core.chunking import ChunkSettings
 from citeline.core.documents import Chunk
 from citeline.core.errors import BackendError, IndexMismatch, IndexUnavailable
@@ -271,5 +272,70 @@ def test_searches_from_two_threads_share_one_connection(
     assert not errors, errors
     assert got["keyword"] == [want_keyword] * 150
     assert got["dense"] == [want_dense] * 150
+    reader.close()
+    w.close()
+
+
+def test_the_writers_searches_read_the_old_file_while_a_big_one_is_replaced(
+    postgres: TestServer, collection: str
+) -> None:
+    """A big file is written a slice at a time with the writing block's ``between``
+    after each: the writer's own searches there (and a keyword half on another thread,
+    as a hybrid search runs it) are answered on its second connection, from the
+    committed collection: every hit is of the file's old version until the commit,
+    then of the new one; never a mix, never a wait for the write."""
+    size = 3 * WRITE_SLICE + 10
+    old_texts = [f"old passage {i} about the harbour lighthouse" for i in range(size)]
+    new_texts = [f"new passage {i} about the harbour lighthouse" for i in range(size)]
+    w = writer(postgres, collection)
+    with w.writing():
+        old_ids = set(put(w, "big.md", old_texts))
+        put(w, "small.md", TEXTS)
+    reader = PostgresIndex(postgres.url, collection, MODEL_A, read_only=True)
+    q = query_terms("harbour lighthouse passage")
+    seen: list[tuple[str, set[str]]] = []
+    beside_errors: list[BaseException] = []
+
+    def kinds(index: PostgresIndex, ids: list[int]) -> set[str]:
+        return {c.text.split()[0] for c in index.chunks_by_id(ids).values() if "passage" in c.text}
+
+    def probe() -> None:
+        try:
+            look()
+        except BaseException as exc:  # reported below (a failing ``between`` is dropped)
+            beside_errors.append(exc)
+
+    def look() -> None:
+        for name, index in (("writer", w), ("reader", reader)):
+            dense = [i for i, _ in index.dense_search(vector(5), 40)]
+            keyword = [i for i, _ in index.keyword_search(q, 40)]
+            seen.append((name, kinds(index, dense) | kinds(index, keyword)))
+            seen.append((name + " counts", {str(index.counts().chunks)}))
+        found: list[list[tuple[int, float]]] = []
+
+        def beside() -> None:
+            try:
+                found.append(w.keyword_search(q, 40))
+            except BaseException as exc:  # reported below
+                beside_errors.append(exc)
+
+        thread = threading.Thread(target=beside)
+        thread.start()
+        thread.join(30)
+        assert not thread.is_alive(), "a keyword search on another thread waited for the write"
+        assert found and {i for i, _ in found[0]} <= old_ids, found
+
+    with w.writing(between=probe):
+        new_ids = put(w, "big.md", new_texts, seed=1000)
+    assert not beside_errors, beside_errors
+    assert len(seen) == 4 * 3  # three pauses (four slices), four looks in each
+    total = str(size + len(TEXTS))
+    for name, found_kinds in seen:
+        assert found_kinds == ({total} if "counts" in name else {"old"}), (name, found_kinds)
+    for index in (w, reader):
+        index.refresh()
+        hits = [i for i, _ in index.keyword_search(q, 40)]
+        assert hits and set(hits) <= set(new_ids)
+        assert kinds(index, hits) == {"new"}
     reader.close()
     w.close()

@@ -30,7 +30,7 @@ import contextlib
 import logging
 import struct
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -46,6 +46,7 @@ log = logging.getLogger(__name__)
 
 LOG_MIN = 4096
 LOG_SHARE = 0.10
+BLOCK_ROWS = 8192  # rows read, added and written at a time when a new base is written
 
 _FORMAT = "citeline-vectors/1"
 _ADD, _REMOVE = b"A", b"R"
@@ -198,8 +199,8 @@ class FaissVectorIndex(segments.Segmented):
 
     def _write_base(self, path: Path) -> tuple[Path, dict[str, Any], IdArray, FloatMatrix]:
         started = time.perf_counter()
-        ids, vectors = self._contents()
-        kind = kinds.wanted_kind(self.choice, len(ids), self._base.kind)
+        count = len(self)
+        kind = kinds.wanted_kind(self.choice, count, self._base.kind)
         token = segments.new_token()
         prefix = f"{path.name}.{token}"
         head: dict[str, Any] = {
@@ -211,12 +212,24 @@ class FaissVectorIndex(segments.Segmented):
             "count": 0,
             "log": f"{prefix}.log",
         }
-        if len(ids) and not (kind == kinds.FLAT and len(ids) < LOG_MIN):
-            kinds.write_base(
-                kinds.build_base(kind, ids, vectors, self._dimension), path.parent, prefix
-            )
-            head["base"], head["count"] = prefix, len(ids)
-            ids, vectors = ids[:0], vectors[:0]  # nothing left for the log
+        empty: tuple[IdArray, FloatMatrix] = (
+            np.zeros(0, dtype=np.int64),
+            np.zeros((0, self._dimension), dtype=np.float32),
+        )
+        if count and kind in kinds.STREAMED and not (kind == kinds.FLAT and count < LOG_MIN):
+            # A block at a time: a first index of 100,000 files does not hold its
+            # vectors three times over while its base is written.
+            kinds.write_streamed(kind, self._blocks, count, self._dimension, path.parent, prefix)
+            head["base"], head["count"] = prefix, count
+            ids, vectors = empty  # nothing left for the log
+        else:
+            ids, vectors = self._contents() if count else empty
+            if len(ids) and not (kind == kinds.FLAT and len(ids) < LOG_MIN):
+                kinds.write_base(
+                    kinds.build_base(kind, ids, vectors, self._dimension), path.parent, prefix
+                )
+                head["base"], head["count"] = prefix, len(ids)
+                ids, vectors = ids[:0], vectors[:0]  # nothing left for the log
         with open(path.parent / head["log"], "wb") as handle:
             if len(ids):  # a small flat index lives in its log
                 handle.write(_encode((_ADD, ids, vectors)))
@@ -243,6 +256,33 @@ class FaissVectorIndex(segments.Segmented):
         self._dead, self._skip, self._pending = set(), None, []
         self._log_entries = len(ids)
         self._head = head
+
+    def _blocks(self) -> Iterator[tuple[IdArray, FloatMatrix]]:
+        """What :meth:`_contents` holds, in its order, :data:`BLOCK_ROWS` rows at a time:
+        the live base rows (read from the base's file), then the delta's (a view)."""
+        base = self._base
+        dead = np.fromiter(self._dead, dtype=np.int64) if self._dead else None
+        for start in range(0, len(base), BLOCK_ROWS):
+            end = min(start + BLOCK_ROWS, len(base))
+            ids = np.asarray(base.ids[start:end], dtype=np.int64)
+            if base.row_file is not None:
+                vectors = base.row_file.block(start, end)
+            else:
+                vectors = np.asarray(base.vectors[start:end], dtype=np.float32)
+            if dead is not None:
+                keep = ~np.isin(ids, dead)
+                ids, vectors = ids[keep], vectors[keep]
+            if len(ids):
+                yield ids, vectors
+        held = int(self._delta.ntotal)
+        if held:
+            delta_ids = _faiss.vector_to_array(self._delta.id_map).astype(np.int64)
+            delta_vectors = kinds.flat_vectors(self._delta.index, held, self._dimension)
+            for start in range(0, held, BLOCK_ROWS):
+                yield (
+                    delta_ids[start : start + BLOCK_ROWS],
+                    delta_vectors[start : start + BLOCK_ROWS],
+                )
 
     def _contents(self) -> tuple[IdArray, FloatMatrix]:
         """Every (id, vector) held now: the live base rows, then the delta's."""

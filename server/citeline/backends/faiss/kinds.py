@@ -33,7 +33,7 @@ import contextlib
 import math
 import os
 import weakref
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -134,6 +134,18 @@ class RowFile:
         weakref.finalize(self, os.close, self._fd)  # closed when the base goes
         self._offset = offset
         self._shape = shape
+
+    def block(self, start: int, end: int) -> npt.NDArray[np.float32]:
+        """Rows ``start`` to ``end`` (contiguous), in one read."""
+        count, dimension = self._shape
+        if not 0 <= start <= end <= count:
+            raise IndexError(f"rows {start}-{end} are not among {count}")
+        width = 4 * dimension
+        out = np.empty((end - start, dimension), dtype=np.float32)
+        size = (end - start) * width
+        if size and os.preadv(self._fd, [out.data.cast("B")], self._offset + start * width) < size:
+            raise ValueError("vector file is shorter than its header says")
+        return out
 
     def rows(self, rows: IdArray) -> npt.NDArray[np.float32]:
         count, dimension = self._shape
@@ -265,6 +277,116 @@ def build_base(kind: str, ids: IdArray, vectors: FloatMatrix, dimension: int) ->
         else:
             raise ValueError(f"unknown vector index kind {kind!r}")
     return Base(kind, index, ids, vectors)
+
+
+Blocks = Callable[[], Iterator[tuple[IdArray, FloatMatrix]]]
+"""A base's rows, again on each call, a block at a time: (ids, float32 vectors)."""
+
+STREAMED = (FLAT, FLAT_FP16, IVF_SQ8)  # kinds whose base is written a block at a time
+
+
+def write_streamed(
+    kind: str, blocks: Blocks, count: int, dimension: int, folder: Path, prefix: str
+) -> None:
+    """The base :func:`build_base` and :func:`write_base` make of the same rows in the
+    same order, written from ``blocks`` without holding every row in memory at once:
+    the FAISS index's own codes are all that grows with ``count`` (2 bytes a dimension
+    for flat-fp16, 1 for ivf-sq8, 4 for flat); the ids and the float vectors go to
+    their files as they come."""
+    if kind not in STREAMED:
+        raise ValueError(f"vector index kind {kind!r} is not written a block at a time")
+    index: Any
+    with all_cores():
+        if kind == FLAT:
+            index = _faiss.IndexIDMap2(_faiss.IndexFlatIP(dimension))
+        elif kind == FLAT_FP16:
+            codes = _faiss.IndexScalarQuantizer(
+                dimension, _faiss.ScalarQuantizer.QT_fp16, _faiss.METRIC_INNER_PRODUCT
+            )
+            index = _faiss.IndexIDMap2(codes)
+        else:
+            lists = ivf_lists(count)
+            quantizer = _faiss.IndexFlatIP(dimension)
+            index = _faiss.IndexIVFScalarQuantizer(
+                quantizer, dimension, lists, _faiss.ScalarQuantizer.QT_8bit,
+                _faiss.METRIC_INNER_PRODUCT,
+            )  # fmt: skip
+            index.cp.seed = 1234
+            sample = min(count, IVF_TRAIN_PER_LIST * lists)
+            rng = np.random.default_rng(1234)
+            index.train(_rows_at(blocks, np.sort(rng.choice(count, sample, replace=False))))
+        if kind != IVF_SQ8:
+            _reserve(index, count)
+        ids_file = _NpyWriter(folder / f"{prefix}.ids.npy", np.dtype(np.int64), (count,))
+        vectors_file = (
+            _NpyWriter(folder / f"{prefix}.vectors.npy", np.dtype(np.float32), (count, dimension))
+            if kind in RESCORED
+            else None
+        )
+        with ids_file, vectors_file or contextlib.nullcontext():
+            for ids, vectors in blocks():
+                ids = np.ascontiguousarray(ids, dtype=np.int64)
+                vectors = np.ascontiguousarray(vectors, dtype=np.float32)
+                index.add_with_ids(vectors, ids)
+                ids_file.write(ids)
+                if vectors_file is not None:
+                    vectors_file.write(vectors)
+        if int(index.ntotal) != count:
+            raise ValueError(f"vector index: {index.ntotal} rows written, {count} expected")
+        _faiss.write_index(index, str(folder / f"{prefix}.base"))
+
+
+def _reserve(index: Any, count: int) -> None:
+    """Room for ``count`` rows in an ``IndexIDMap2`` over flat codes, made once: grown
+    by doubling as blocks come, its codes would be copied at each step (the old and the
+    new copy held at once, three times the codes at the last)."""
+    inner = _faiss.downcast_index(index.index)
+    codes = inner.codes
+    codes.resize(count * int(inner.code_size))
+    codes.resize(0)  # the capacity stays
+    index.id_map.resize(count)
+    index.id_map.resize(0)
+
+
+def _rows_at(blocks: Blocks, positions: IdArray) -> FloatMatrix:
+    """The vectors at ``positions`` (sorted) of the rows ``blocks`` gives."""
+    out = np.empty((len(positions), 0), dtype=np.float32)
+    parts: list[FloatMatrix] = []
+    start = 0
+    for _, vectors in blocks():
+        end = start + len(vectors)
+        lo, hi = np.searchsorted(positions, [start, end])
+        if hi > lo:
+            parts.append(np.asarray(vectors[positions[lo:hi] - start], dtype=np.float32))
+        start = end
+    return np.concatenate(parts) if parts else out
+
+
+class _NpyWriter:
+    """A ``.npy`` file of a known shape written a block of rows at a time (what
+    ``np.save`` writes, without the whole array in memory)."""
+
+    def __init__(self, path: Path, dtype: np.dtype[Any], shape: tuple[int, ...]) -> None:
+        self._handle = open(path, "wb")  # noqa: SIM115 (closed by __exit__)
+        self._expected = int(np.prod(shape)) * dtype.itemsize
+        self._written = 0
+        np.lib.format.write_array_header_1_0(
+            self._handle,
+            {"descr": np.lib.format.dtype_to_descr(dtype), "fortran_order": False, "shape": shape},
+        )
+
+    def write(self, rows: npt.NDArray[Any]) -> None:
+        data = np.ascontiguousarray(rows).tobytes()
+        self._handle.write(data)
+        self._written += len(data)
+
+    def __enter__(self) -> _NpyWriter:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._handle.close()
+        if exc[0] is None and self._written != self._expected:
+            raise ValueError(f"{self._handle.name}: {self._written} bytes, not {self._expected}")
 
 
 def write_base(base: Base, folder: Path, prefix: str) -> None:

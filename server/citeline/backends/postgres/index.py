@@ -16,7 +16,10 @@ A *collection* is one schema (``citeline_<name>``) in a database:
 One writer at a time (a session advisory lock, taken by ``writing()``; a second
 writer fails at once, naming the first), committing file by file as the embedded
 index does, so a writer killed at any moment leaves every file wholly old or wholly
-new.  Readers open the collection read-only (the server refuses their writes), check
+new; a big file is written a slice at a time, and the writer's own searches
+meanwhile run on a second connection, so they read the committed collection (the
+file's old version until its commit, then the new one) and never wait for the write.
+Readers open the collection read-only (the server refuses their writes), check
 the embedding model, and learn of commits through LISTEN/NOTIFY (``subscribe``).
 Dense search is pgvector's HNSW (or exact, for measuring it); keyword search and
 the document frequencies are SQL over the keyword tables; fusion, reranking and
@@ -58,6 +61,7 @@ from citeline.core.index import (
     FileUpdate,
     IndexCounts,
     IndexIdentity,
+    NewChunk,
     Vector,
     check_identity,
     reconcile_identity,
@@ -70,6 +74,7 @@ T = TypeVar("T")
 SCHEMA_VERSION = "1"
 EF_SEARCH = 100  # HNSW candidates per search (at least k): recall against cost
 PRUNE_AFTER_SECONDS = 7 * 24 * 3600
+WRITE_SLICE = 256  # a file's chunks written between two calls of the writer's ``between``
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS {s}.meta (key text PRIMARY KEY, value text NOT NULL);
@@ -176,6 +181,12 @@ class PostgresIndex:
         # One unit of work on the connection at a time: a hybrid search's keyword half
         # runs on another thread beside its dense half, and each has its own transaction.
         self._using = threading.RLock()
+        # A writer's searches have a connection of their own: they read what is committed
+        # while a file's transaction is open on the writer's (old or new, never a half).
+        self._reads: psycopg.Connection[Any] | None = None
+        self._reads_keywords: keywords.PostgresKeywordIndex | None = None
+        self._reading = threading.RLock()
+        self._between: Callable[[], None] | None = None  # inside writing(): its between
         self._open()
 
     # -- connections and errors -------------------------------------------------------
@@ -226,6 +237,63 @@ class PostgresIndex:
                 if conn.closed or conn.broken:
                     self._drop_connection()
                 raise error from exc
+
+    def _read(self, fn: Callable[[psycopg.Connection[Any]], T]) -> T:
+        """``fn(connection)`` for a search: a reader's one connection (as :meth:`_run`),
+        a writer's second one, so that a search between the slices of a file's write
+        (``between``) reads the committed collection, never the open transaction, and
+        never waits for it."""
+        if self._read_only:
+            return self._run(fn)
+        with self._reading:
+            conn = self._reads_connection()
+            try:
+                return fn(conn)
+            except psycopg.Error as exc:
+                error = translate(exc, self._location)
+                if conn.closed or conn.broken:
+                    self._drop_reads()
+                raise error from exc
+
+    def _reads_connection(self) -> psycopg.Connection[Any]:
+        """A writer's connection for its searches (read-only at the server), opened when
+        the first search comes and again after a loss."""
+        if self._reads is not None and not self._reads.closed and not self._reads.broken:
+            return self._reads
+        self._drop_reads()
+        try:
+            conn = connect(self._url, read_only=True, role="writer's searches")
+            register_vector(conn)
+        except psycopg.Error as exc:
+            raise translate(exc, self._location) from exc
+        self._reads = conn
+        self._reads_keywords = keywords.PostgresKeywordIndex(conn, self._schema)
+        return conn
+
+    def _drop_reads(self) -> None:
+        if self._reads is not None:
+            with contextlib.suppress(Exception):
+                self._reads.close()
+        self._reads = None
+        self._reads_keywords = None
+
+    def _keywords_on(self, conn: psycopg.Connection[Any]) -> keywords.PostgresKeywordIndex:
+        """The keyword index on ``conn``: the writer's searches' own, or the main one."""
+        if conn is self._reads and self._reads_keywords is not None:
+            return self._reads_keywords
+        return self._kw
+
+    def _pause(self) -> None:
+        """Between two slices of a write: the running ``writing()`` block's ``between``
+        (one that raises is not called again: the write goes on)."""
+        between = self._between
+        if between is None:
+            return
+        try:
+            between()
+        except Exception:
+            log.debug("a step between two slices of a write failed", exc_info=True)
+            self._between = None
 
     @property
     def _kw(self) -> keywords.PostgresKeywordIndex:
@@ -464,7 +532,7 @@ class PostgresIndex:
             ).fetchall()
             return sorted((_from_db(p), str(e)) for p, e in rows)
 
-        return self._cached("errors", lambda: self._run(read))
+        return self._cached("errors", lambda: self._read(read))
 
     def file_notes(self) -> list[tuple[str, str]]:
         def read(conn: psycopg.Connection[Any]) -> list[tuple[str, str]]:
@@ -473,7 +541,7 @@ class PostgresIndex:
             ).fetchall()
             return sorted((_from_db(p), str(n)) for p, n in rows)
 
-        return self._cached("notes", lambda: self._run(read))
+        return self._cached("notes", lambda: self._read(read))
 
     def content_hashes(self, paths: Iterable[str]) -> dict[str, str]:
         wanted = list(dict.fromkeys(paths))
@@ -490,7 +558,7 @@ class PostgresIndex:
             ).fetchall()
             return {_from_db(p): str(h) for p, h in rows}
 
-        return self._run(read)
+        return self._read(read)
 
     def counts(self) -> IndexCounts:
         def read(conn: psycopg.Connection[Any]) -> IndexCounts:
@@ -500,14 +568,14 @@ class PostgresIndex:
             chunks = conn.execute(self._q("SELECT count(*) FROM {s}.chunks")).fetchone()
             return IndexCounts(int(files[0]), int(chunks[0]))  # type: ignore[index]
 
-        return self._cached("counts", lambda: self._run(read))
+        return self._cached("counts", lambda: self._read(read))
 
     def last_update(self) -> float | None:
         def read(conn: psycopg.Connection[Any]) -> float | None:
             row = conn.execute(self._q("SELECT max(indexed_at) FROM {s}.files")).fetchone()
             return None if row is None or row[0] is None else float(row[0])
 
-        return self._cached("last_update", lambda: self._run(read))
+        return self._cached("last_update", lambda: self._read(read))
 
     def chunks_by_id(self, ids: Sequence[int]) -> dict[int, Chunk]:
         wanted = [int(i) for i in ids]
@@ -539,7 +607,7 @@ class PostgresIndex:
                 for row in rows
             }
 
-        return self._run(read)
+        return self._read(read)
 
     def dense_search(self, query: FloatMatrix, k: int) -> list[tuple[int, float]]:
         """Nearest chunks by cosine: HNSW (``ef_search`` at least ``k``), or exact."""
@@ -565,7 +633,7 @@ class PostgresIndex:
                 ).fetchall()
             return [(int(i), float(score)) for i, score in rows]
 
-        return self._run(search)
+        return self._read(search)
 
     def script_means(self) -> dict[bool, FloatMatrix]:
         """Not computed for a team collection: its searches keep the query as embedded."""
@@ -583,13 +651,13 @@ class PostgresIndex:
             ).fetchall()
             return {int(i): float(score) for i, score in rows}
 
-        return self._run(read)
+        return self._read(read)
 
     def keyword_search(self, terms: Sequence[str], k: int) -> list[tuple[int, float]]:
-        return self._run(lambda conn: self._kw.search(terms, k))
+        return self._read(lambda conn: self._keywords_on(conn).search(terms, k))
 
     def document_frequencies(self, terms: Sequence[str]) -> tuple[int, dict[str, int]]:
-        return self._run(lambda conn: self._kw.document_frequencies(terms))
+        return self._read(lambda conn: self._keywords_on(conn).document_frequencies(terms))
 
     # -- writing ----------------------------------------------------------------------
 
@@ -619,9 +687,11 @@ class PostgresIndex:
             self._locked = True
         try:
             self.refresh()
+            self._between = between
             yield
             self._run(self._repack)
         finally:
+            self._between = None
             if self._locked and not conn.closed and not conn.broken:
                 with self._using, contextlib.suppress(psycopg.Error):
                     conn.execute("SELECT pg_advisory_unlock(%s)", (key,))
@@ -761,7 +831,10 @@ class PostgresIndex:
 
     def replace_file(self, update: FileUpdate) -> tuple[list[int], list[int]]:
         """One transaction: the file's old chunks out (their vectors kept by key), the
-        new ones in with their vectors and terms, a new generation announced."""
+        new ones in with their vectors and terms, :data:`WRITE_SLICE` at a time with the
+        writing block's ``between`` after each (its searches, on the writer's second
+        connection, find the file as it was until the commit), a new generation
+        announced."""
         self._writable()
         now = time.time()
         path, chunks = update.path, update.chunks
@@ -784,48 +857,67 @@ class PostgresIndex:
                 assert row is not None
                 file_id = int(row[0])
                 added: list[int] = []
-                if chunks:
-                    with conn.cursor() as cur:
-                        cur.executemany(
-                            self._q(
-                                "INSERT INTO {s}.chunks (file_id, ordinal, title,"
-                                " title_from_content, heading_path, text, start_line, end_line,"
-                                " page, vector_key, embedding)"
-                                " VALUES (%s, %s, %s, %s, %s::jsonb, %s, %s, %s, %s, %s, %s)"
-                                " RETURNING id"
-                            ),
-                            [
-                                (
-                                    file_id,
-                                    item.chunk.ordinal,
-                                    item.chunk.title,
-                                    item.chunk.title_from_content,
-                                    json.dumps(list(item.chunk.heading_path), ensure_ascii=False),
-                                    item.chunk.text,
-                                    item.chunk.start_line,
-                                    item.chunk.end_line,
-                                    item.chunk.page,
-                                    item.vector_key,
-                                    Embedding(vector),
-                                )
-                                for item, vector in zip(chunks, update.chunk_vectors, strict=True)
-                            ],
-                            returning=True,
-                        )
-                        while True:
-                            found = cur.fetchone()
-                            assert found is not None
-                            added.append(int(found[0]))
-                            if not cur.nextset():
-                                break
+                for start in range(0, len(chunks), WRITE_SLICE):
+                    if start:
+                        self._pause()  # searches meanwhile read the committed collection
+                    end = start + WRITE_SLICE
+                    part = chunks[start:end]
+                    ids = self._insert_chunks(conn, file_id, part, update.chunk_vectors[start:end])
                     self._kw.add_many(
-                        [(cid, item.terms) for cid, item in zip(added, chunks, strict=True)]
+                        [(cid, item.terms) for cid, item in zip(ids, part, strict=True)]
                     )
+                    added.extend(ids)
                 if removed or added:
                     self._bump(conn)
             return removed, added
 
         return self._run(write)
+
+    def _insert_chunks(
+        self,
+        conn: psycopg.Connection[Any],
+        file_id: int,
+        chunks: Sequence[NewChunk],
+        vectors: FloatMatrix,
+    ) -> list[int]:
+        """Inside a file's write: some of its chunks in, with their vectors; their ids."""
+        if not chunks:
+            return []
+        ids: list[int] = []
+        with conn.cursor() as cur:
+            cur.executemany(
+                self._q(
+                    "INSERT INTO {s}.chunks (file_id, ordinal, title,"
+                    " title_from_content, heading_path, text, start_line, end_line,"
+                    " page, vector_key, embedding)"
+                    " VALUES (%s, %s, %s, %s, %s::jsonb, %s, %s, %s, %s, %s, %s)"
+                    " RETURNING id"
+                ),
+                [
+                    (
+                        file_id,
+                        item.chunk.ordinal,
+                        item.chunk.title,
+                        item.chunk.title_from_content,
+                        json.dumps(list(item.chunk.heading_path), ensure_ascii=False),
+                        item.chunk.text,
+                        item.chunk.start_line,
+                        item.chunk.end_line,
+                        item.chunk.page,
+                        item.vector_key,
+                        Embedding(vector),
+                    )
+                    for item, vector in zip(chunks, vectors, strict=True)
+                ],
+                returning=True,
+            )
+            while True:
+                found = cur.fetchone()
+                assert found is not None
+                ids.append(int(found[0]))
+                if not cur.nextset():
+                    break
+        return ids
 
     def remove_files(self, paths: Iterable[str]) -> list[int]:
         self._writable()
@@ -863,4 +955,5 @@ class PostgresIndex:
         if self._listener is not None:
             self._listener.stop()
             self._listener = None
+        self._drop_reads()
         self._drop_connection()
