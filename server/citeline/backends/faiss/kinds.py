@@ -99,7 +99,7 @@ def ivf_probes(lists: int) -> int:
 
 
 @contextlib.contextmanager
-def all_cores() -> Iterator[None]:
+def every_core() -> Iterator[None]:
     """FAISS on every core this process may use, then back to one."""
     try:
         cores = len(os.sched_getaffinity(0))
@@ -229,13 +229,16 @@ def empty_base(dimension: int, kind: str = FLAT) -> Base:
     )
 
 
-def build_base(kind: str, ids: IdArray, vectors: FloatMatrix, dimension: int) -> Base:
-    """A new base of ``kind`` holding ``vectors`` (rows) under ``ids``, in memory."""
+def build_base(
+    kind: str, ids: IdArray, vectors: FloatMatrix, dimension: int, *, all_cores: bool = True
+) -> Base:
+    """A new base of ``kind`` holding ``vectors`` (rows) under ``ids``, in memory; on
+    every core (FAISS's thread count is the process's), else on the one it has."""
     vectors = np.ascontiguousarray(vectors, dtype=np.float32)
     ids = np.ascontiguousarray(ids, dtype=np.int64)
     count = len(ids)
     index: Any
-    with all_cores():
+    with every_core() if all_cores else contextlib.nullcontext():
         if kind == FLAT:
             index = _faiss.IndexIDMap2(_faiss.IndexFlatIP(dimension))
             index.add_with_ids(vectors, ids)
