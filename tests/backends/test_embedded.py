@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from backends.test_segments import released
 from citeline.backends.embedded import EmbeddedIndex, IndexFolderRefused, check_configured_folder
 from citeline.backends.faiss import FaissVectorIndex
 from citeline.backends.sqlite.store import rebuild_marker
@@ -409,6 +410,7 @@ def test_a_save_is_searchable_before_the_compaction_it_makes_due_and_during_it(
     gate.set()
     index.close()  # waits for the base and takes it up
     second = json.loads(index.vectors_path.read_text())["token"]
+    released()
     assert second != first and not list(tmp_path.glob(f"vectors.faiss.{first}.*"))
     index = EmbeddedIndex(tmp_path, IDENTITY, FaissVectorIndex)
     assert index._mirrors_saved()  # loaded as saved, not rebuilt

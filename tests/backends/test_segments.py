@@ -105,6 +105,15 @@ def test_indexes_saved_beside_searches_are_the_indexes_saved_inline(tmp_path: Pa
     assert PostingsKeywordIndex.load(tmp_path / "keywords").search(["w5", "common"], 10) == want_kw
 
 
+def released() -> None:
+    """Wait for the threads that delete old bases' files (``segments._release``)."""
+    import threading
+
+    for thread in threading.enumerate():
+        if thread.name == "citeline-release":
+            thread.join()
+
+
 def test_a_compaction_after_the_save_keeps_the_changes_made_while_it_ran(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -174,6 +183,7 @@ def test_a_compaction_after_the_save_keeps_the_changes_made_while_it_ran(
     loaded_words = PostingsKeywordIndex.load(tmp_path / "later-keywords")
     assert loaded_dense.search(query, 20) == inline[0].search(query, 20)
     assert loaded_words.search(terms, 20) == inline[1].search(terms, 20)
+    released()
     for name in ("later-vectors", "later-keywords"):
         tokens = {p.name.split(".")[1] for p in tmp_path.glob(f"{name}.*.*")}
         assert len(tokens) == 1, tokens

@@ -241,8 +241,11 @@ class FaissVectorIndex(segments.Segmented):
             )
         return head
 
-    def _restart(self, path: Path, head: dict[str, Any]) -> None:
-        self._base = _read_base(path.parent, head, self._dimension)
+    def _open_base(self, path: Path, head: dict[str, Any]) -> kinds.Base:
+        return _read_base(path.parent, head, self._dimension)
+
+    def _restart(self, path: Path, head: dict[str, Any], base: Any = None) -> None:
+        self._base = base if base is not None else self._open_base(path, head)
         self._delta = _exact_delta(self._dimension)
         self._dead, self._skip, self._pending = set(), None, []
         self._log_entries = 0

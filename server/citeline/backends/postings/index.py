@@ -314,10 +314,11 @@ class PostingsKeywordIndex(segments.Segmented):
         )
         return head
 
-    def _restart(self, path: Path, head: dict[str, Any]) -> None:
-        self._set_base(
-            bases.read(path.parent, str(head["base"])) if head.get("base") else bases.empty()
-        )
+    def _open_base(self, path: Path, head: dict[str, Any]) -> Base:
+        return bases.read(path.parent, str(head["base"])) if head.get("base") else bases.empty()
+
+    def _restart(self, path: Path, head: dict[str, Any], base: Any = None) -> None:
+        self._set_base(base if base is not None else self._open_base(path, head))
         self._pending, self._log_entries = [], 0
         self._replay(path.parent / str(head["log"]), int(head["log_bytes"]))
         self._head = head
