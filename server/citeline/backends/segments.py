@@ -137,6 +137,8 @@ class Segmented:
             self._compact(path, between)
             return
         if not later:
+            if self._compacting is not None and between is not None:
+                self._compacting.wait(between)  # searches go on meanwhile
             self.settle(path, wait=True)
             if self._compaction_due():
                 self._compact(path, between)
@@ -275,6 +277,14 @@ class Compaction:
 
     def done(self) -> bool:
         return not self._thread.is_alive()
+
+    def wait(self, between: Callable[[], None]) -> None:
+        """Until the base is written, running ``between`` every :data:`PUMP_SECONDS`."""
+        while True:
+            self._thread.join(PUMP_SECONDS)
+            if not self._thread.is_alive():
+                return
+            between()
 
     def result(self) -> tuple[dict[str, Any], Any]:
         """The head to write and the base opened."""
