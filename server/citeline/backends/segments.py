@@ -25,6 +25,7 @@ log = logging.getLogger(__name__)
 TOKEN_LENGTH = 12  # hex digits
 _SUFFIXES = ("base", "log", "npy")
 PUMP_SECONDS = 0.01  # how often a save in the background lets ``between`` run
+COMPACTION_NICE = 10  # a compaction's thread yields the CPU to searches and edits
 
 
 def new_token() -> str:
@@ -270,6 +271,7 @@ class Compaction:
         self._thread.start()
 
     def _run(self, work: Callable[[], tuple[dict[str, Any], Any]]) -> None:
+        _lower_priority()
         try:
             self._outcome["result"] = work()
         except BaseException as exc:  # raised by result(), on the index's thread
@@ -293,6 +295,15 @@ class Compaction:
             raise self._outcome["error"]
         written: tuple[dict[str, Any], Any] = self._outcome["result"]
         return written
+
+
+def _lower_priority() -> None:
+    """This thread after the index's own work: :data:`COMPACTION_NICE` more niceness
+    (Linux sets a thread's own; elsewhere, or refused, it stays as it is)."""
+    with contextlib.suppress(AttributeError, OSError):
+        tid = threading.get_native_id()
+        now = os.getpriority(os.PRIO_PROCESS, tid)
+        os.setpriority(os.PRIO_PROCESS, tid, min(19, now + COMPACTION_NICE))
 
 
 def _beside(work: Callable[[], Any], between: Callable[[], None]) -> Any:
