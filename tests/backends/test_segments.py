@@ -187,3 +187,45 @@ def test_a_compaction_after_the_save_keeps_the_changes_made_while_it_ran(
     for name in ("later-vectors", "later-keywords"):
         tokens = {p.name.split(".")[1] for p in tmp_path.glob(f"{name}.*.*")}
         assert len(tokens) == 1, tokens
+
+
+def test_a_save_that_waits_for_a_compaction_in_progress_runs_between_meanwhile(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A save that must take up a running compaction first (a long batch's saves) runs
+    ``between`` while the base is written (held here until ``between`` has run)."""
+    import threading
+
+    import numpy as np
+
+    from citeline.backends.faiss import index as faiss_index
+    from citeline.backends.faiss import kinds
+    from citeline.backends.faiss.index import FaissVectorIndex
+
+    monkeypatch.setattr(faiss_index, "LOG_MIN", 50)
+    gate = threading.Event()
+    write_base = kinds.write_base
+
+    def held(*args: object, **kwargs: object) -> None:
+        assert gate.wait(60)
+        write_base(*args, **kwargs)  # type: ignore[arg-type]
+
+    rng = np.random.default_rng(2)
+    vectors = rng.standard_normal((700, 16)).astype(np.float32)
+    index = FaissVectorIndex(16)
+    index.add(np.arange(600, dtype=np.int64), vectors[:600])
+    index.save(tmp_path / "v")
+    monkeypatch.setattr(kinds, "write_base", held)
+    index.add(np.arange(600, 700, dtype=np.int64), vectors[600:])
+    index.save(tmp_path / "v", later=True)
+    assert index.compacting
+    calls: list[bool] = []
+
+    def between() -> None:
+        calls.append(index.compaction_done())
+        if len(calls) == 3:
+            gate.set()
+
+    index.save(tmp_path / "v", between)
+    assert len(calls) >= 3 and not any(calls[:3]) and not index.compacting
+    assert len(FaissVectorIndex.load(tmp_path / "v", 16)) == 700
