@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from backends.test_segments import released
 from citeline.backends.embedded import EmbeddedIndex, IndexFolderRefused, check_configured_folder
 from citeline.backends.faiss import FaissVectorIndex
 from citeline.backends.sqlite.store import rebuild_marker
@@ -336,4 +337,85 @@ def test_script_means_average_each_kind_of_text_and_follow_a_large_change(
     with index.writing():  # one chunk more (1 of 16): the means kept are served
         _add_text(index, "zh-extra.md", "又一段中文", unit([0, 0, 1]))
     assert index.script_means() is means
+    index.close()
+
+
+def _mirror_ids(index: EmbeddedIndex) -> tuple[set[int], set[int]]:
+    """The chunk ids each mirror holds (for comparing them with the store's)."""
+    from citeline.backends.faiss.index import _contents
+
+    assert isinstance(index.vectors, FaissVectorIndex)
+    dense = {int(i) for i in _contents(*index.vectors._snapshot())[0]}
+    base, dead, added = index.keywords._snapshot()
+    words = {int(i) for i in np.asarray(base.ids)[~dead]} | set(added)
+    return dense, words
+
+
+def test_a_save_is_searchable_before_the_compaction_it_makes_due_and_during_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A batch whose save makes a new base due only appends to the logs: its chunks are
+    searchable and saved when it ends, and the base is written after, on a thread of
+    its own.  A batch arriving while that base is still being written (held here until
+    the test lets it go) is searchable and saved at its end too; the new base is taken
+    up afterwards, holding both, and the old base's files are gone."""
+    import threading
+
+    from citeline.backends.faiss import index as faiss_index
+    from citeline.backends.faiss import kinds
+    from citeline.backends.postings import index as postings_index
+
+    monkeypatch.setattr(faiss_index, "LOG_MIN", 40)
+    monkeypatch.setattr(postings_index, "LOG_MIN", 40)
+    index = EmbeddedIndex(tmp_path, IDENTITY, FaissVectorIndex)
+    with index.writing():
+        for n in range(120):
+            _add_text(index, f"{n}.md", f"plain text {n}", unit([1, n + 1, 0]))
+    index.close()  # its new bases taken up
+    index = EmbeddedIndex(tmp_path, IDENTITY, FaissVectorIndex)
+    assert not index.compacting
+    first = json.loads(index.vectors_path.read_text())["token"]
+
+    gate, writing_base = threading.Event(), threading.Event()
+    write_base = kinds.write_base
+
+    def held_write_base(*args: object, **kwargs: object) -> None:
+        writing_base.set()
+        assert gate.wait(60)
+        write_base(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(kinds, "write_base", held_write_base)
+    n = 0
+    while not index.compacting:  # edits until a save finds the logs past their share
+        n += 1
+        with index.writing():
+            _add_text(index, f"{n}.md", f"edited text {n} zebra{n}", unit([n, 1, 1]))
+        assert index.keyword_search([f"zebra{n}"], 5), n  # searchable as the batch ends
+    assert n > 1
+    assert writing_base.wait(60)  # the new vector base is being written now
+    assert json.loads(index.vectors_path.read_text())["token"] == first  # the old one, on disk
+    assert index._mirrors_saved()  # ...with the log holding the edit
+    reader = EmbeddedIndex(tmp_path, IDENTITY, FaissVectorIndex)  # what a crash would leave
+    assert reader.keyword_search([f"zebra{n}"], 5) and reader._mirrors_saved()
+    reader.close()
+
+    # A save while the base is written: not held behind it.
+    with index.writing():
+        _add_text(index, "late.md", "arrived during compaction quagga", unit([0, 1, 5]))
+    assert index.vectors.compacting  # still held
+    hit = index.keyword_search(["quagga"], 5)[0][0]
+    assert index.dense_search(unit([0, 1, 5]).reshape(1, -1), 1)[0][0] == hit
+    assert json.loads(index.vectors_path.read_text())["token"] == first
+
+    gate.set()
+    index.close()  # waits for the base and takes it up
+    second = json.loads(index.vectors_path.read_text())["token"]
+    released()
+    assert second != first and not list(tmp_path.glob(f"vectors.faiss.{first}.*"))
+    index = EmbeddedIndex(tmp_path, IDENTITY, FaissVectorIndex)
+    assert index._mirrors_saved()  # loaded as saved, not rebuilt
+    assert index.keyword_search(["quagga"], 5)[0][0] == hit
+    assert index.dense_search(unit([0, 1, 5]).reshape(1, -1), 1)[0][0] == hit
+    stored = {int(i) for ids, _ in index.store.iter_chunk_vectors(3) for i in ids}
+    assert _mirror_ids(index) == (stored, stored)
     index.close()

@@ -103,3 +103,129 @@ def test_indexes_saved_beside_searches_are_the_indexes_saved_inline(tmp_path: Pa
     assert keywords.search(["w5", "common"], 10) == want_kw
     assert FaissVectorIndex.load(tmp_path / "vectors", 64).search(query, 10) == want_dense
     assert PostingsKeywordIndex.load(tmp_path / "keywords").search(["w5", "common"], 10) == want_kw
+
+
+def released() -> None:
+    """Wait for the threads that delete old bases' files (``segments._release``)."""
+    import threading
+
+    for thread in threading.enumerate():
+        if thread.name == "citeline-release":
+            thread.join()
+
+
+def test_a_compaction_after_the_save_keeps_the_changes_made_while_it_ran(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``save(later=True)`` appends to the log and starts the due base on its own
+    thread; changes and saves go on meanwhile (into the old log, and kept for the
+    new one); once taken up the index answers as the same index compacted inline, and
+    its files load equal to it, each old token's files gone."""
+    import numpy as np
+
+    from citeline.backends.faiss import index as faiss_index
+    from citeline.backends.faiss.index import FaissVectorIndex
+    from citeline.backends.postings import PostingsKeywordIndex
+    from citeline.backends.postings import index as postings_index
+
+    monkeypatch.setattr(faiss_index, "LOG_MIN", 50)
+    monkeypatch.setattr(postings_index, "LOG_MIN", 50)
+    rng = np.random.default_rng(5)
+    vectors = rng.standard_normal((3000, 32)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+
+    def grown(n: int) -> tuple[FaissVectorIndex, PostingsKeywordIndex]:
+        dense, words = FaissVectorIndex(32), PostingsKeywordIndex()
+        dense.add(np.arange(n, dtype=np.int64), vectors[:n])
+        for i in range(n):
+            words.add(i, f"w{i % 31} w{i % 7} all")
+        return dense, words
+
+    later = grown(2000)
+    inline = grown(2000)
+    for name, one, other in zip(("vectors", "keywords"), later, inline, strict=True):
+        one.save(tmp_path / f"later-{name}")
+        other.save(tmp_path / f"inline-{name}")
+
+    def edit(dense: FaissVectorIndex, words: PostingsKeywordIndex, start: int) -> None:
+        ids = np.arange(start, start + 250, dtype=np.int64)
+        dense.add(ids, vectors[start : start + 250])
+        dense.remove([int(start) - 1000, int(start) - 999])
+        for i in ids.tolist():
+            words.add(i, f"w{i % 31} fresh{i}")
+        words.remove([int(start) - 1000])
+
+    dense, words = later
+    edit(dense, words, 2000)
+    dense.save(tmp_path / "later-vectors", later=True)
+    words.save(tmp_path / "later-keywords", later=True)
+    assert dense.compacting and words.compacting
+    edit(dense, words, 2250)  # while the bases are written
+    dense.save(tmp_path / "later-vectors", later=True)
+    words.save(tmp_path / "later-keywords", later=True)
+    edit(dense, words, 2500)  # and not saved yet when they are taken up
+    assert dense.settle(tmp_path / "later-vectors", wait=True)
+    assert words.settle(tmp_path / "later-keywords", wait=True)
+    assert not dense.compacting and not words.compacting
+
+    for start in (2000, 2250, 2500):
+        edit(*inline, start)
+    for index, name in zip(inline, ("vectors", "keywords"), strict=True):
+        index.save(tmp_path / f"inline-{name}")
+    query = vectors[2300:2301]
+    terms = ["w5", "fresh2300", "all"]
+    assert dense.search(query, 20) == inline[0].search(query, 20)
+    assert words.search(terms, 20) == inline[1].search(terms, 20)
+    assert len(dense) == len(inline[0]) and len(words) == len(inline[1])
+    dense.save(tmp_path / "later-vectors")  # the last edit, appended to the new log
+    words.save(tmp_path / "later-keywords")
+    loaded_dense = FaissVectorIndex.load(tmp_path / "later-vectors", 32)
+    loaded_words = PostingsKeywordIndex.load(tmp_path / "later-keywords")
+    assert loaded_dense.search(query, 20) == inline[0].search(query, 20)
+    assert loaded_words.search(terms, 20) == inline[1].search(terms, 20)
+    released()
+    for name in ("later-vectors", "later-keywords"):
+        tokens = {p.name.split(".")[1] for p in tmp_path.glob(f"{name}.*.*")}
+        assert len(tokens) == 1, tokens
+
+
+def test_a_save_that_waits_for_a_compaction_in_progress_runs_between_meanwhile(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A save that must take up a running compaction first (a long batch's saves) runs
+    ``between`` while the base is written (held here until ``between`` has run)."""
+    import threading
+
+    import numpy as np
+
+    from citeline.backends.faiss import index as faiss_index
+    from citeline.backends.faiss import kinds
+    from citeline.backends.faiss.index import FaissVectorIndex
+
+    monkeypatch.setattr(faiss_index, "LOG_MIN", 50)
+    gate = threading.Event()
+    write_base = kinds.write_base
+
+    def held(*args: object, **kwargs: object) -> None:
+        assert gate.wait(60)
+        write_base(*args, **kwargs)  # type: ignore[arg-type]
+
+    rng = np.random.default_rng(2)
+    vectors = rng.standard_normal((700, 16)).astype(np.float32)
+    index = FaissVectorIndex(16)
+    index.add(np.arange(600, dtype=np.int64), vectors[:600])
+    index.save(tmp_path / "v")
+    monkeypatch.setattr(kinds, "write_base", held)
+    index.add(np.arange(600, 700, dtype=np.int64), vectors[600:])
+    index.save(tmp_path / "v", later=True)
+    assert index.compacting
+    calls: list[bool] = []
+
+    def between() -> None:
+        calls.append(index.compaction_done())
+        if len(calls) == 3:
+            gate.set()
+
+    index.save(tmp_path / "v", between)
+    assert len(calls) >= 3 and not any(calls[:3]) and not index.compacting
+    assert len(FaissVectorIndex.load(tmp_path / "v", 16)) == 700

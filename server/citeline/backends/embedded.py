@@ -241,16 +241,19 @@ class EmbeddedIndex:
         path: Path,
         mirror: VectorIndex | PostingsKeywordIndex,
         between: Callable[[], None] | None = None,
+        *,
+        later: bool = False,
     ) -> None:
         """Save a mirror with the generation it reflects; :class:`DiskFull` when there
         is no space (the generation file is written last: a mirror cut short is never
         taken for a saved one).  ``between`` runs while a new base is written (the
-        daemon's searches go on meanwhile)."""
+        daemon's searches go on meanwhile); ``later``: a new base that is due is
+        written after the save, on a thread of its own (``Segmented.save``)."""
         try:
             for file in (path, _generation_file(path)):
                 _clear_way(file)
-            if between is not None and isinstance(mirror, Segmented):
-                mirror.save(path, between)
+            if isinstance(mirror, Segmented) and (between is not None or later):
+                mirror.save(path, between, later=later)
             else:
                 mirror.save(path)
             _generation_file(path).write_text(json.dumps({"generation": self.store.generation}))
@@ -280,8 +283,9 @@ class EmbeddedIndex:
     def refresh(self) -> None:
         """Take up what another process committed.  While it is still writing (it holds
         the lock), the mirrors loaded stay: its batch saves them when it ends, and
-        rebuilding them meanwhile would cost every search and race its save."""
-        if self.store.generation == self._loaded_generation:
+        rebuilding them meanwhile would cost every search and race its save.  A new
+        base written since the last save (a compaction) is taken up here too."""
+        if self.store.generation == self._loaded_generation and not self._compaction_done():
             return
         try:
             fd = _open_lock(self.index_dir / LOCK_FILE)
@@ -293,11 +297,41 @@ class EmbeddedIndex:
             except BlockingIOError:
                 return  # a writer is at work: search what is loaded
             try:
+                self._settle()
                 self._reload()
             finally:
                 fcntl.flock(fd, fcntl.LOCK_UN)
         finally:
             os.close(fd)
+
+    # -- compaction ------------------------------------------------------------------
+
+    def _mirrors(self) -> list[tuple[Path, Segmented]]:
+        pairs = [(self.vectors_path, self.vectors), (self.keywords_path, self.keywords)]
+        return [(path, mirror) for path, mirror in pairs if isinstance(mirror, Segmented)]
+
+    @property
+    def compacting(self) -> bool:
+        """Whether a mirror's new base is being written (or written, not yet taken up)."""
+        return any(mirror.compacting for _, mirror in self._mirrors())
+
+    def _compaction_done(self) -> bool:
+        return any(mirror.compaction_done() for _, mirror in self._mirrors())
+
+    def _settle(self, *, wait: bool = False) -> None:
+        """Take up each mirror's new base once written (``wait``: wait for it); with the
+        write lock held.  The store is as the last save left it, and so is the mirror:
+        the generation file stays true."""
+        if self.store.generation != self._loaded_generation:
+            return  # another process wrote: the mirrors are loaded again from its files
+        try:
+            for path, mirror in self._mirrors():
+                mirror.settle(path, wait=wait)
+        except (OSError, ValueError) as exc:
+            # The head names the old files or the new ones, each whole: read them again.
+            log.warning("%s: a new base could not be taken up (%s)", self.index_dir, exc)
+            self.vectors = self._open_vectors()
+            self.keywords = self._open_keywords()
 
     def _reload(self) -> None:
         if self.store.generation != self._loaded_generation:
@@ -390,13 +424,16 @@ class EmbeddedIndex:
         try:
             self._lock(fd, between)
             try:
+                self._settle()
                 self._reload()
                 before = self.store.generation
                 between = self._between = _steps(between)
                 yield
                 if self.store.generation != before or not self._mirrors_saved():
-                    self._save(self.vectors_path, self.vectors, between)
-                    self._save(self.keywords_path, self.keywords, between)
+                    # Only the logs: the batch's chunks are searchable (and saved) now;
+                    # a new base that is due is written after, beside what comes next.
+                    self._save(self.vectors_path, self.vectors, between, later=True)
+                    self._save(self.keywords_path, self.keywords, between, later=True)
                 self._loaded_generation = self.store.generation
             finally:
                 self._between, self._unsaved = None, 0
@@ -494,6 +531,24 @@ class EmbeddedIndex:
         self.store.set_meta(key, value)
 
     def close(self) -> None:
+        """Close the store; a compaction in progress is finished first (with the write
+        lock; when another process holds it, its files are left for the next one)."""
+        if self.compacting:
+            try:
+                fd = _open_lock(self.index_dir / LOCK_FILE)
+            except OSError:
+                fd = -1
+            if fd >= 0:
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    try:
+                        self._settle(wait=True)
+                    finally:
+                        fcntl.flock(fd, fcntl.LOCK_UN)
+                except BlockingIOError:
+                    pass
+                finally:
+                    os.close(fd)
         self.store.close()
 
 

@@ -90,9 +90,7 @@ class FaissVectorIndex(segments.Segmented):
                 f"vector index {path} has dimension {head.get('dimension')}, not {dimension}"
             )
         index = cls(dimension, choice)
-        index._base = _read_base(path.parent, head, dimension)
-        index._replay(path.parent / head["log"], int(head["log_bytes"]))
-        index._head = head
+        index._restart(path, head)
         return index
 
     # -- what it holds ----------------------------------------------------------------
@@ -197,11 +195,25 @@ class FaissVectorIndex(segments.Segmented):
             return True
         return self._log_entries > max(LOG_MIN, LOG_SHARE * len(self._base))
 
-    def _write_base(self, path: Path) -> tuple[Path, dict[str, Any], IdArray, FloatMatrix]:
+    def _snapshot(self) -> tuple[kinds.Base, IdArray, IdArray, FloatMatrix]:
+        """The base (never modified), the ids removed from it and a copy of the delta."""
+        dead = np.fromiter(self._dead, dtype=np.int64, count=len(self._dead))
+        delta_ids = _faiss.vector_to_array(self._delta.id_map).astype(np.int64)
+        delta_vectors = kinds.flat_vectors(self._delta.index, len(delta_ids), self._dimension)
+        return self._base, dead, delta_ids, delta_vectors.copy()
+
+    def _write_files(
+        self,
+        path: Path,
+        snapshot: tuple[kinds.Base, IdArray, IdArray, FloatMatrix],
+        token: str,
+        *,
+        beside: bool,
+    ) -> dict[str, Any]:
         started = time.perf_counter()
-        count = len(self)
-        kind = kinds.wanted_kind(self.choice, count, self._base.kind)
-        token = segments.new_token()
+        base, dead, delta_ids, _ = snapshot
+        count = len(base) - len(dead) + len(delta_ids)
+        kind = kinds.wanted_kind(self.choice, count, base.kind)
         prefix = f"{path.name}.{token}"
         head: dict[str, Any] = {
             "format": _FORMAT,
@@ -219,86 +231,48 @@ class FaissVectorIndex(segments.Segmented):
         if count and kind in kinds.STREAMED and not (kind == kinds.FLAT and count < LOG_MIN):
             # A block at a time: a first index of 100,000 files does not hold its
             # vectors three times over while its base is written.
-            kinds.write_streamed(kind, self._blocks, count, self._dimension, path.parent, prefix)
+            kinds.write_streamed(
+                kind,
+                lambda: _blocks(*snapshot),
+                count,
+                self._dimension,
+                path.parent,
+                prefix,
+                all_cores=not beside,
+            )
             head["base"], head["count"] = prefix, count
             ids, vectors = empty  # nothing left for the log
         else:
-            ids, vectors = self._contents() if count else empty
+            ids, vectors = _contents(*snapshot) if count else empty
             if len(ids) and not (kind == kinds.FLAT and len(ids) < LOG_MIN):
-                kinds.write_base(
-                    kinds.build_base(kind, ids, vectors, self._dimension), path.parent, prefix
-                )
+                built = kinds.build_base(kind, ids, vectors, self._dimension, all_cores=not beside)
+                kinds.write_base(built, path.parent, prefix)
                 head["base"], head["count"] = prefix, len(ids)
                 ids, vectors = ids[:0], vectors[:0]  # nothing left for the log
         with open(path.parent / head["log"], "wb") as handle:
             if len(ids):  # a small flat index lives in its log
                 handle.write(_encode((_ADD, ids, vectors)))
             head["log_bytes"] = handle.tell()
-        segments.write_head(path, head)
-        segments.remove_other_tokens(path, token)
         if head["base"]:
             log.info(
-                "vector index: wrote a %s base of %d vectors in %.2f s",
+                "vector index: wrote a %s base of %d vectors in %.2f s%s",
                 kind,
                 head["count"],
                 time.perf_counter() - started,
+                " beside the index's work" if beside else "",
             )
-        return path.parent, head, ids, vectors
+        return head
 
-    def _take(self, written: tuple[Path, dict[str, Any], IdArray, FloatMatrix]) -> None:
-        """Carry on from what was written: the base mapped, the log in the delta."""
-        folder, head, ids, vectors = written
-        base = _read_base(folder, head, self._dimension)
-        delta = _exact_delta(self._dimension)
-        if len(ids):
-            delta.add_with_ids(vectors, ids)
-        self._base, self._delta = base, delta
+    def _open_base(self, path: Path, head: dict[str, Any]) -> kinds.Base:
+        return _read_base(path.parent, head, self._dimension)
+
+    def _restart(self, path: Path, head: dict[str, Any], base: Any = None) -> None:
+        self._base = base if base is not None else self._open_base(path, head)
+        self._delta = _exact_delta(self._dimension)
         self._dead, self._skip, self._pending = set(), None, []
-        self._log_entries = len(ids)
+        self._log_entries = 0
+        self._replay(path.parent / head["log"], int(head["log_bytes"]))
         self._head = head
-
-    def _blocks(self) -> Iterator[tuple[IdArray, FloatMatrix]]:
-        """What :meth:`_contents` holds, in its order, :data:`BLOCK_ROWS` rows at a time:
-        the live base rows (read from the base's file), then the delta's (a view)."""
-        base = self._base
-        dead = np.fromiter(self._dead, dtype=np.int64) if self._dead else None
-        for start in range(0, len(base), BLOCK_ROWS):
-            end = min(start + BLOCK_ROWS, len(base))
-            ids = np.asarray(base.ids[start:end], dtype=np.int64)
-            if base.row_file is not None:
-                vectors = base.row_file.block(start, end)
-            else:
-                vectors = np.asarray(base.vectors[start:end], dtype=np.float32)
-            if dead is not None:
-                keep = ~np.isin(ids, dead)
-                ids, vectors = ids[keep], vectors[keep]
-            if len(ids):
-                yield ids, vectors
-        held = int(self._delta.ntotal)
-        if held:
-            delta_ids = _faiss.vector_to_array(self._delta.id_map).astype(np.int64)
-            delta_vectors = kinds.flat_vectors(self._delta.index, held, self._dimension)
-            for start in range(0, held, BLOCK_ROWS):
-                yield (
-                    delta_ids[start : start + BLOCK_ROWS],
-                    delta_vectors[start : start + BLOCK_ROWS],
-                )
-
-    def _contents(self) -> tuple[IdArray, FloatMatrix]:
-        """Every (id, vector) held now: the live base rows, then the delta's."""
-        base = self._base
-        keep = np.ones(len(base), dtype=bool)
-        if self._dead:
-            keep &= ~np.isin(base.ids, np.fromiter(self._dead, dtype=np.int64))
-        all_ids = [np.asarray(base.ids)[keep]]
-        all_vectors = [np.asarray(base.vectors)[keep]]
-        if self._delta.ntotal:
-            delta_ids = _faiss.vector_to_array(self._delta.id_map).astype(np.int64)
-            all_ids.append(delta_ids)
-            all_vectors.append(
-                kinds.flat_vectors(self._delta.index, len(delta_ids), self._dimension)
-            )
-        return np.concatenate(all_ids), np.concatenate(all_vectors).astype(np.float32)
 
     # -- the log ----------------------------------------------------------------------
 
@@ -343,6 +317,39 @@ class FaissVectorIndexType:
 
 
 # -- files --------------------------------------------------------------------------
+
+
+def _blocks(
+    base: kinds.Base, dead: IdArray, delta_ids: IdArray, delta_vectors: FloatMatrix
+) -> Iterator[tuple[IdArray, FloatMatrix]]:
+    """What :func:`_contents` holds, in its order, :data:`BLOCK_ROWS` rows at a time:
+    the live base rows (read from the base's file), then the delta's."""
+    for start in range(0, len(base), BLOCK_ROWS):
+        end = min(start + BLOCK_ROWS, len(base))
+        ids = np.asarray(base.ids[start:end], dtype=np.int64)
+        if base.row_file is not None:
+            vectors = base.row_file.block(start, end)
+        else:
+            vectors = np.asarray(base.vectors[start:end], dtype=np.float32)
+        if len(dead):
+            keep = ~np.isin(ids, dead)
+            ids, vectors = ids[keep], vectors[keep]
+        if len(ids):
+            yield ids, vectors
+    for start in range(0, len(delta_ids), BLOCK_ROWS):
+        yield delta_ids[start : start + BLOCK_ROWS], delta_vectors[start : start + BLOCK_ROWS]
+
+
+def _contents(
+    base: kinds.Base, dead: IdArray, delta_ids: IdArray, delta_vectors: FloatMatrix
+) -> tuple[IdArray, FloatMatrix]:
+    """Every (id, vector) of a snapshot: the live base rows, then the delta's."""
+    keep = np.ones(len(base), dtype=bool)
+    if len(dead):
+        keep &= ~np.isin(base.ids, dead)
+    all_ids = [np.asarray(base.ids)[keep], delta_ids]
+    all_vectors = [np.asarray(base.vectors)[keep], delta_vectors]
+    return np.concatenate(all_ids), np.concatenate(all_vectors).astype(np.float32)
 
 
 def _encode(record: _Record) -> bytes:

@@ -24,7 +24,7 @@ a fraction of HNSW's time, at a quarter of its memory.
 Searches run on one OpenMP thread: a single query gains nothing from more, and
 FAISS's own OpenMP threads spin at their barriers, so one busy process on 2 cores
 made a flat search at 100k take 111 ms instead of 14.  Building a base uses every
-core (:func:`all_cores`).
+core (:func:`every_core`).
 """
 
 from __future__ import annotations
@@ -99,7 +99,7 @@ def ivf_probes(lists: int) -> int:
 
 
 @contextlib.contextmanager
-def all_cores() -> Iterator[None]:
+def every_core() -> Iterator[None]:
     """FAISS on every core this process may use, then back to one."""
     try:
         cores = len(os.sched_getaffinity(0))
@@ -241,13 +241,16 @@ def empty_base(dimension: int, kind: str = FLAT) -> Base:
     )
 
 
-def build_base(kind: str, ids: IdArray, vectors: FloatMatrix, dimension: int) -> Base:
-    """A new base of ``kind`` holding ``vectors`` (rows) under ``ids``, in memory."""
+def build_base(
+    kind: str, ids: IdArray, vectors: FloatMatrix, dimension: int, *, all_cores: bool = True
+) -> Base:
+    """A new base of ``kind`` holding ``vectors`` (rows) under ``ids``, in memory; on
+    every core (FAISS's thread count is the process's), else on the one it has."""
     vectors = np.ascontiguousarray(vectors, dtype=np.float32)
     ids = np.ascontiguousarray(ids, dtype=np.int64)
     count = len(ids)
     index: Any
-    with all_cores():
+    with every_core() if all_cores else contextlib.nullcontext():
         if kind == FLAT:
             index = _faiss.IndexIDMap2(_faiss.IndexFlatIP(dimension))
             index.add_with_ids(vectors, ids)
@@ -286,7 +289,14 @@ STREAMED = (FLAT, FLAT_FP16, IVF_SQ8)  # kinds whose base is written a block at 
 
 
 def write_streamed(
-    kind: str, blocks: Blocks, count: int, dimension: int, folder: Path, prefix: str
+    kind: str,
+    blocks: Blocks,
+    count: int,
+    dimension: int,
+    folder: Path,
+    prefix: str,
+    *,
+    all_cores: bool = True,
 ) -> None:
     """The base :func:`build_base` and :func:`write_base` make of the same rows in the
     same order, written from ``blocks`` without holding every row in memory at once:
@@ -296,7 +306,7 @@ def write_streamed(
     if kind not in STREAMED:
         raise ValueError(f"vector index kind {kind!r} is not written a block at a time")
     index: Any
-    with all_cores():
+    with every_core() if all_cores else contextlib.nullcontext():
         if kind == FLAT:
             index = _faiss.IndexIDMap2(_faiss.IndexFlatIP(dimension))
         elif kind == FLAT_FP16:

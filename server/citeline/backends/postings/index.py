@@ -114,12 +114,8 @@ class PostingsKeywordIndex(segments.Segmented):
 
     @classmethod
     def load(cls, path: Path) -> PostingsKeywordIndex:
-        head = segments.read_head(path, _FORMAT, "keyword index")
         index = cls()
-        if head.get("base"):
-            index._set_base(bases.read(path.parent, str(head["base"])))
-        index._replay(path.parent / str(head["log"]), int(head["log_bytes"]))
-        index._head = head
+        index._restart(path, segments.read_head(path, _FORMAT, "keyword index"))
         return index
 
     def _set_base(self, base: Base) -> None:
@@ -282,52 +278,50 @@ class PostingsKeywordIndex(segments.Segmented):
     def _compaction_due(self) -> bool:
         return self._log_entries > max(LOG_MIN, LOG_SHARE * len(self._base))
 
-    def _write_base(self, path: Path) -> tuple[Path, dict[str, Any], Base]:
+    def _snapshot(self) -> tuple[Base, npt.NDArray[np.bool_], dict[int, Row]]:
+        """The base (never modified), its tombstones and the rows added since (copies:
+        a row itself is never modified)."""
+        return self._base, self._dead.copy(), dict(self._added)
+
+    def _write_files(
+        self,
+        path: Path,
+        snapshot: tuple[Base, npt.NDArray[np.bool_], dict[int, Row]],
+        token: str,
+        *,
+        beside: bool,
+    ) -> dict[str, Any]:
         started = time.perf_counter()
-        token = segments.new_token()
         prefix = f"{path.name}.{token}"
+        base = _merged(*snapshot)
         head: dict[str, Any] = {
             "format": _FORMAT,
             "token": token,
             "base": None,
-            "rows": self._rows,
+            "rows": len(base),
             "log": f"{prefix}.log",
         }
-        base = self._merged()
         if len(base):
             bases.write(base, path.parent, prefix)
             head["base"] = prefix
         with open(path.parent / head["log"], "wb") as handle:
             head["log_bytes"] = handle.tell()
-        segments.write_head(path, head)
-        segments.remove_other_tokens(path, token)
         log.info(
-            "keyword index: wrote a base of %d chunks in %.2f s",
+            "keyword index: wrote a base of %d chunks in %.2f s%s",
             len(base),
             time.perf_counter() - started,
+            " beside the index's work" if beside else "",
         )
-        return path, head, base
+        return head
 
-    def _take(self, written: tuple[Path, dict[str, Any], Base]) -> None:
-        path, head, base = written
-        self._set_base(bases.read(path.parent, head["base"]) if len(base) else base)
-        self._pending, self._log_entries, self._head = [], 0, head
+    def _open_base(self, path: Path, head: dict[str, Any]) -> Base:
+        return bases.read(path.parent, str(head["base"])) if head.get("base") else bases.empty()
 
-    def _merged(self) -> Base:
-        """One base of every live row: the base's rows not removed, then the delta's."""
-        base, keep = self._base, ~self._dead
-        rows = np.asarray(base.rows)
-        alive = keep[rows]
-        by_row = np.argsort(rows[alive], kind="stable")  # postings row after row
-        added = list(self._added.values())
-        sizes = np.bincount(rows[alive], minlength=len(base))[keep]
-        return bases.build(
-            np.concatenate([np.asarray(base.ids)[keep], np.fromiter(self._added, np.int64)]),
-            np.concatenate([np.asarray(base.lengths)[keep], [r.length for r in added]]),
-            np.concatenate([sizes, [len(r.hashes) for r in added]]),
-            np.concatenate([base.posting_hashes()[alive][by_row], *(r.hashes for r in added)]),
-            np.concatenate([np.asarray(base.tfs)[alive][by_row], *(r.tfs for r in added)]),
-        )
+    def _restart(self, path: Path, head: dict[str, Any], base: Any = None) -> None:
+        self._set_base(base if base is not None else self._open_base(path, head))
+        self._pending, self._log_entries = [], 0
+        self._replay(path.parent / str(head["log"]), int(head["log_bytes"]))
+        self._head = head
 
     def _replay(self, log_path: Path, length: int) -> None:
         with open(log_path, "rb") as handle:
@@ -357,6 +351,23 @@ class PostingsKeywordIndex(segments.Segmented):
                     raise ValueError(f"unknown record {op!r}")
         except (struct.error, ValueError) as exc:
             raise ValueError(f"keyword log {log_path} is damaged: {exc}") from exc
+
+
+def _merged(base: Base, dead: npt.NDArray[np.bool_], added: dict[int, Row]) -> Base:
+    """One base of every live row: the base's rows not removed, then the added ones."""
+    keep = ~dead
+    rows = np.asarray(base.rows)
+    alive = keep[rows]
+    by_row = np.argsort(rows[alive], kind="stable")  # postings row after row
+    fresh = list(added.values())
+    sizes = np.bincount(rows[alive], minlength=len(base))[keep]
+    return bases.build(
+        np.concatenate([np.asarray(base.ids)[keep], np.fromiter(added, np.int64)]),
+        np.concatenate([np.asarray(base.lengths)[keep], [r.length for r in fresh]]),
+        np.concatenate([sizes, [len(r.hashes) for r in fresh]]),
+        np.concatenate([base.posting_hashes()[alive][by_row], *(r.hashes for r in fresh)]),
+        np.concatenate([np.asarray(base.tfs)[alive][by_row], *(r.tfs for r in fresh)]),
+    )
 
 
 _NONE: npt.NDArray[np.intp] = np.zeros(0, dtype=np.intp)
