@@ -377,14 +377,20 @@ def test_a_save_is_searchable_before_the_compaction_it_makes_due_and_during_it(
     first = json.loads(index.vectors_path.read_text())["token"]
 
     gate, writing_base = threading.Event(), threading.Event()
-    write_base = kinds.write_base
+    write_base, write_streamed = kinds.write_base, kinds.write_streamed
 
     def held_write_base(*args: object, **kwargs: object) -> None:
         writing_base.set()
         assert gate.wait(60)
         write_base(*args, **kwargs)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(kinds, "write_base", held_write_base)
+    def held_write_streamed(*args: object, **kwargs: object) -> None:
+        writing_base.set()
+        assert gate.wait(60)
+        write_streamed(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(kinds, "write_base", held_write_base)  # the kinds written at once
+    monkeypatch.setattr(kinds, "write_streamed", held_write_streamed)  # a block at a time
     n = 0
     while not index.compacting:  # edits until a save finds the logs past their share
         n += 1

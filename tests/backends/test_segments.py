@@ -204,18 +204,23 @@ def test_a_save_that_waits_for_a_compaction_in_progress_runs_between_meanwhile(
 
     monkeypatch.setattr(faiss_index, "LOG_MIN", 50)
     gate = threading.Event()
-    write_base = kinds.write_base
+    write_base, write_streamed = kinds.write_base, kinds.write_streamed
 
     def held(*args: object, **kwargs: object) -> None:
         assert gate.wait(60)
         write_base(*args, **kwargs)  # type: ignore[arg-type]
+
+    def held_streamed(*args: object, **kwargs: object) -> None:
+        assert gate.wait(60)
+        write_streamed(*args, **kwargs)  # type: ignore[arg-type]
 
     rng = np.random.default_rng(2)
     vectors = rng.standard_normal((700, 16)).astype(np.float32)
     index = FaissVectorIndex(16)
     index.add(np.arange(600, dtype=np.int64), vectors[:600])
     index.save(tmp_path / "v")
-    monkeypatch.setattr(kinds, "write_base", held)
+    monkeypatch.setattr(kinds, "write_base", held)  # the kinds written at once
+    monkeypatch.setattr(kinds, "write_streamed", held_streamed)  # and a block at a time
     index.add(np.arange(600, 700, dtype=np.int64), vectors[600:])
     index.save(tmp_path / "v", later=True)
     assert index.compacting
