@@ -97,9 +97,9 @@ class Models:
 # the current feature definitions (with ``SECTION_FEATURES``), its threshold the
 # grade's least expected cost out of fold (at most 20% of the sets' own unanswerable
 # questions graded "answer", ``tune_answers.cv_threshold``); CJK on CMRC 2018 trial
-# (the refit with the heading and kind features did not help there: they keep weight 0, as ``SECTION_FEATURES`` do (not
-# fitted for CJK: the CJK models have no dense step), and the threshold grades 2.8%
-# of answerable trial questions "closest").
+# (the refit with the heading and kind features did not help there: they keep weight
+# 0, as ``SECTION_FEATURES`` do (not fitted for CJK: the CJK models have no dense
+# step), and the threshold grades 2.8% of answerable trial questions "closest").
 ENGLISH = Models(
     lexical=Weights(
         -4.322,
