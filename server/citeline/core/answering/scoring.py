@@ -7,7 +7,9 @@ reordered by a second model that adds their cosine with the question.  Whether
 the evidence answers the question at all is a third model, over the whole
 question: the best unit's probability, how much of the question's information the
 best unit and all units together hold, whether the question's rarest term occurs
-anywhere, the retrieval scores, an unknown identifier, missing jargon.  The
+anywhere, the retrieval scores, an unknown identifier, missing jargon, and how
+the best unit agrees with the rest (``section_features``: its passage's retrieval
+rank, its cosine, the question's cosine with the best sections' headings).  The
 models are fitted on the tuning splits by ``benchmarks/tune_answers.py``
 (``fitted``, docs/quality.md).
 """
