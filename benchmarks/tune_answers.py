@@ -89,6 +89,8 @@ class Row:
     units: list[tuple[Unit, Evidence, tuple[float, ...]]]  # lexical features
     cosines: list[float]  # each unit's cosine with the question (0 without dense)
     labels: list[bool]
+    # the question's cosine with each passage's own heading (``UnitScorer.heading_cosines``)
+    headings: dict[str, float] = dataclasses.field(default_factory=dict)
 
 
 #: Units per question whose cosine is computed (see ``collect``).
@@ -116,6 +118,8 @@ def collect(args: argparse.Namespace) -> list[Row]:
     )
     scorer = scoring.UnitScorer(
         workspace.retriever.term_weights,
+        embed_texts=workspace.unit_vectors,
+        embed_query=embedder.embed_query,
         bridge=bridge_for(settings.embedding.bundled, workspace.unit_vectors),
     )
     lexical = fitted.ENGLISH.lexical
@@ -172,6 +176,7 @@ def collect(args: argparse.Namespace) -> list[Row]:
                         not removed and any(a in normalise(u.display) for a in answers)
                         for u, _, _ in units
                     ],
+                    scorer.heading_cosines(query.text, evidence) if use_dense else {},
                 )
             )
         if done % 25 == 0:
@@ -247,7 +252,13 @@ def scored(row: Row, models: fitted.Models) -> scoring.Scored:
         )
     )
     q = scoring.question_features(
-        row.question, units, lambda terms: row.idf, evidence, row.unknown_identifier, jargon
+        row.question,
+        units,
+        lambda terms: row.idf,
+        evidence,
+        row.unknown_identifier,
+        jargon,
+        row.headings,
     )
     parts = features.question_parts(row.question)
     return scoring.Scored(units, models.answerable.probability(q), q, models, parts)

@@ -9,6 +9,7 @@ from citeline.core.answering.fitted import (
     ENGLISH,
     FEATURES,
     QUESTION_FEATURES,
+    SECTION_FEATURES,
     Weights,
     cjk_models,
     sigmoid,
@@ -47,3 +48,11 @@ def test_only_the_cjk_models_have_an_off_topic_floor() -> None:
     assert ENGLISH.floor == 0.0
     assert 0.0 < CJK.floor < CJK.threshold
     assert 0.0 < CJK_MULTILINGUAL.floor < CJK_MULTILINGUAL.threshold
+
+
+def test_the_section_features_weigh_only_for_english() -> None:
+    # fitted on the English tune splits; the CJK grades are as fitted before them
+    for name in SECTION_FEATURES:
+        i = QUESTION_FEATURES.index(name)
+        assert ENGLISH.answerable.weights[i] > 0.0
+        assert CJK.answerable.weights[i] == CJK_MULTILINGUAL.answerable.weights[i] == 0.0

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from citeline.core.answering.fitted import FEATURES
+from citeline.core.answering.fitted import ENGLISH, FEATURES, QUESTION_FEATURES
 from citeline.core.answering.results import Evidence
 from citeline.core.answering.scoring import DENSE_CANDIDATES, UnitScorer
 from citeline.core.documents import Chunk, Hit
@@ -47,13 +47,13 @@ def test_the_best_units_are_embedded_in_one_batch_and_reordered() -> None:
 
     scorer = UnitScorer(idf, embed_texts=embed, embed_query=lambda q: np.array([1.0, 0.0]))
     scored = scorer.score("What about topic 29?", [evidence(text)], cjk=False, use_dense=True)
-    assert batches == [DENSE_CANDIDATES]
+    assert batches[0] == DENSE_CANDIDATES  # then the best sections' headings
     assert "29" in scored.units[0].unit.text
     assert len(scored.units[0].features) == len(scored.units[-1].features) + 1  # the cosine
     lexical_only = UnitScorer(idf, embed_texts=embed).score(  # no query embedder
         "What about topic 29?", [evidence(text)], cjk=False, use_dense=True
     )
-    assert batches == [DENSE_CANDIDATES]  # nothing embedded the second time
+    assert len(batches) == 2  # nothing embedded the second time
     assert {len(s.features) for s in lexical_only.units} == {len(FEATURES)}
 
 
@@ -116,3 +116,42 @@ def test_a_keyword_only_cjk_question_misses_the_terms_no_document_holds() -> Non
     assert scorer.missing_terms(question, cjk=True, keyword_only=True) == []
     # an embedder that reads Chinese matches by meaning: only identifiers count then
     assert scorer.missing_terms("板球的规则是什么？", cjk=True) == []
+
+
+def section_evidence(text: str, n: int, heading: str) -> Evidence:
+    chunk = Chunk("guide.md", "Guide", ("Guide", heading), text, n, n + 1, None, n)
+    return Evidence(n, Hit(n, n, 0.9, chunk, dense=0.6, keyword=0.9))
+
+
+def test_the_question_is_compared_with_the_headings_of_the_best_sections() -> None:
+    blocks = [
+        section_evidence("Run pip install citeline.", 1, "Installing"),
+        section_evidence("The index is kept in a folder.", 2, "Where the index lives"),
+    ]
+    batches: list[list[str]] = []
+
+    def embed(texts: Sequence[str]) -> np.ndarray:
+        batches.append(list(texts))
+        return np.array([[1.0, 0.0] if "nstall" in t else [0.0, 1.0] for t in texts], np.float32)
+
+    scorer = UnitScorer(idf, embed_texts=embed, embed_query=lambda q: np.array([1.0, 0.0]))
+    scored = scorer.score("how do I install it", blocks, cjk=False, use_dense=True)
+    q = dict(zip(QUESTION_FEATURES, scored.question_features, strict=True))
+    assert batches[-1] == ["Installing", "Where the index lives"]  # one batch, each once
+    assert q["heading_cosine"] == 1.0 and q["best_cosine"] == 1.0
+    assert q["best_rank"] == 1.0  # the best unit is in retrieval's first passage
+    lexical = UnitScorer(idf).score("how do I install it", blocks, cjk=False, use_dense=False)
+    q = dict(zip(QUESTION_FEATURES, lexical.question_features, strict=True))
+    assert (q["heading_cosine"], q["best_cosine"]) == (0.0, 0.0)  # nothing embedded
+
+
+def test_the_best_units_block_rank_weighs_for_answering() -> None:
+    # the answering passage third in retrieval's order rather than first
+    chunk = section_evidence("Run pip install citeline.", 1, "Installing").hit.chunk
+    first = [Evidence(1, Hit(1, 1, 0.9, chunk, dense=0.6, keyword=0.9))]
+    third = [Evidence(1, Hit(3, 3, 0.9, chunk, dense=0.6, keyword=0.9))]
+    a = UnitScorer(idf).score("how do I install citeline", first, cjk=False, use_dense=False)
+    b = UnitScorer(idf).score("how do I install citeline", third, cjk=False, use_dense=False)
+    rank = QUESTION_FEATURES.index("best_rank")
+    assert (a.question_features[rank], b.question_features[rank]) == (1.0, 1 / 3)
+    assert ENGLISH.answerable.weights[rank] > 0 and a.answerable > b.answerable

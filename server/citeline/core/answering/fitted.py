@@ -30,6 +30,11 @@ FEATURES = (
     "kind",
 )
 DENSE_FEATURES = (*FEATURES, "dense")
+#: The best unit against the other evidence (``scoring.section_features``): its
+#: block's retrieval rank (1 / rank), the best cosine of a unit with the question
+#: (0 without the dense step), and the best cosine of the question with the own
+#: heading of the best ``scoring.HEADED`` units' sections.
+SECTION_FEATURES = ("best_rank", "best_cosine", "heading_cosine")
 QUESTION_FEATURES = (
     "best",
     "best_lexical",
@@ -39,6 +44,7 @@ QUESTION_FEATURES = (
     "hit_keyword",
     "unknown_identifier",
     "missing_jargon",
+    *SECTION_FEATURES,
 )
 
 
@@ -88,11 +94,12 @@ class Models:
 # Fitted by benchmarks/tune_answers.py on the tuning splits (docs/quality.md): English
 # on eval/manuals-en/questions-tune.jsonl and eval/everyday/questions-tune.jsonl, the
 # answerability model refitted over the shipped unit models (``--keep-lexical``) on
-# the current feature definitions, its threshold the grade's least expected cost out
-# of fold (at most 20% of the sets' own unanswerable questions graded "answer",
-# ``tune_answers.cv_threshold``); CJK on CMRC 2018 trial (the refit with the heading and kind
-# features did not help there: they keep weight 0, and the threshold grades 2.8% of
-# answerable trial questions "closest").
+# the current feature definitions (with ``SECTION_FEATURES``), its threshold the
+# grade's least expected cost out of fold (at most 20% of the sets' own unanswerable
+# questions graded "answer", ``tune_answers.cv_threshold``); CJK on CMRC 2018 trial
+# (the refit with the heading and kind features did not help there: they keep weight
+# 0, as ``SECTION_FEATURES`` do (not fitted for CJK: the CJK models have no dense
+# step), and the threshold grades 2.8% of answerable trial questions "closest").
 ENGLISH = Models(
     lexical=Weights(
         -4.322,
@@ -133,8 +140,10 @@ ENGLISH = Models(
             3.154,
         ),
     ),
-    answerable=Weights(-2.511, (5.364, 0.48, 0.06, -0.12, 1.887, 0.199, -1.576, -1.474)),
-    threshold=0.54,
+    answerable=Weights(
+        -5.179, (3.392, 0.906, 0.317, -0.439, -0.203, 0.221, -1.908, -1.646, 2.98, 3.368, 0.773)
+    ),
+    threshold=0.66,
     relative=0.2,
     opening_brings_next=True,
     other_blocks_add=True,
@@ -160,7 +169,9 @@ CJK = Models(
         ),
     ),
     dense=None,
-    answerable=Weights(-5.017, (8.429, -4.06, 2.325, -3.286, 0.0, 10.013, -0.162, 0.0)),
+    answerable=Weights(
+        -5.017, (8.429, -4.06, 2.325, -3.286, 0.0, 10.013, -0.162, 0.0, 0.0, 0.0, 0.0)
+    ),
     threshold=0.202,
     relative=0.0,
     # Read by keywords alone (the bundled English embedder does not read Chinese):
@@ -178,7 +189,9 @@ CJK = Models(
 CJK_MULTILINGUAL = Models(
     lexical=CJK.lexical,
     dense=None,
-    answerable=Weights(-9.095, (7.178, -0.438, 1.501, -3.156, 11.915, 5.161, -0.312, 0.0)),
+    answerable=Weights(
+        -9.095, (7.178, -0.438, 1.501, -3.156, 11.915, 5.161, -0.312, 0.0, 0.0, 0.0, 0.0)
+    ),
     threshold=0.24,
     relative=0.0,
     # e5 lets a Chinese general-knowledge question past the gate on any Chinese

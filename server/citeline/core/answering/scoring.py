@@ -7,14 +7,16 @@ reordered by a second model that adds their cosine with the question.  Whether
 the evidence answers the question at all is a third model, over the whole
 question: the best unit's probability, how much of the question's information the
 best unit and all units together hold, whether the question's rarest term occurs
-anywhere, the retrieval scores, an unknown identifier, missing jargon.  The
+anywhere, the retrieval scores, an unknown identifier, missing jargon, and how
+the best unit agrees with the rest (``section_features``: its passage's retrieval
+rank, its cosine, the question's cosine with the best sections' headings).  The
 models are fitted on the tuning splits by ``benchmarks/tune_answers.py``
 (``fitted``, docs/quality.md).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -49,7 +51,14 @@ from citeline.core.answering.features import (
     repeats_heading,
     unit_context,
 )
-from citeline.core.answering.fitted import CJK, ENGLISH, QUESTION_FEATURES, Models, sigmoid
+from citeline.core.answering.fitted import (
+    CJK,
+    ENGLISH,
+    FEATURES,
+    SECTION_FEATURES,
+    Models,
+    sigmoid,
+)
 from citeline.core.answering.results import Evidence
 from citeline.core.answering.units import Unit, is_contents_line, is_fragment, split_units
 
@@ -62,6 +71,8 @@ UnknownTerms = Callable[[Sequence[str]], set[str]]
 #: Units embedded for the dense reordering: enough to hold the answer for almost
 #: every question on the tuning split, few enough to embed in a fraction of a second.
 DENSE_CANDIDATES = 12
+#: The best units whose sections' headings are compared with the question.
+HEADED = 3
 
 
 @dataclass(frozen=True)
@@ -237,6 +248,16 @@ class UnitScorer:
             out.append((unit, e, features))
         return out
 
+    def heading_cosines(self, question: str, evidence: Sequence[Evidence]) -> dict[str, float]:
+        """The cosine of the question with each passage's own section heading."""
+        if self.embed_texts is None or self.embed_query is None:
+            return {}
+        texts = list(dict.fromkeys(h for h in map(own_heading, evidence) if h))
+        if not texts:
+            return {}
+        cosines = self.embed_texts(texts) @ self.embed_query(question).reshape(-1)
+        return {t: float(c) for t, c in zip(texts, cosines, strict=True)}
+
     def score(
         self, question: str, evidence: Sequence[Evidence], *, cjk: bool, use_dense: bool
     ) -> Scored:
@@ -262,6 +283,9 @@ class UnitScorer:
             ]
             head.sort(key=lambda s: -s.logit)
             units = head + tail
+            headings = self.heading_cosines(question, [s.evidence for s in units[:HEADED]])
+        else:
+            headings = {}
         named = sorted(identifiers(question))
         unknown = bool(self.unknown_terms and named and self.unknown_terms(named))
         jargon = (
@@ -269,7 +293,9 @@ class UnitScorer:
             if self.count_tokens is not None and not cjk
             else 0
         )
-        q = question_features(question, units, self.term_weights, evidence, unknown, jargon)
+        q = question_features(
+            question, units, self.term_weights, evidence, unknown, jargon, headings
+        )
         q_terms = keywords.query_terms(question)
         idf = self.term_weights(q_terms) if q_terms else {}
         return Scored(
@@ -289,10 +315,12 @@ def question_features(
     evidence: Sequence[Evidence],
     unknown_identifier: bool,
     jargon: int,
+    headings: Mapping[str, float] | None = None,
 ) -> tuple[float, ...]:
     """``QUESTION_FEATURES``: how well the units, best first, answer the question."""
     if not units:
-        return (0.0,) * (len(QUESTION_FEATURES) - 2) + (float(unknown_identifier), min(jargon, 2))
+        zeros = (0.0,) * len(SECTION_FEATURES)
+        return (*(0.0,) * 6, float(unknown_identifier), float(min(jargon, 2)), *zeros)
     q_terms = keywords.query_terms(question)
     idf = term_weights(q_terms) if q_terms else {}
     everything = evidence_terms([(s.unit, s.evidence) for s in units])
@@ -308,4 +336,19 @@ def question_features(
         max((h.keyword for h in hits if h.keyword is not None), default=0.0),
         float(unknown_identifier),
         float(min(jargon, 2)),
+        *section_features(units, headings or {}),
+    )
+
+
+def section_features(
+    units: Sequence[ScoredUnit], headings: Mapping[str, float]
+) -> tuple[float, ...]:
+    """``SECTION_FEATURES``: how retrieval, the embedder and the best sections'
+    headings agree with the best unit."""
+    best = units[0]
+    n = len(FEATURES)
+    return (
+        best.features[FEATURES.index("rank")],
+        max((s.features[n] for s in units if len(s.features) > n), default=0.0),
+        max((headings.get(own_heading(s.evidence), 0.0) for s in units[:HEADED]), default=0.0),
     )
