@@ -124,9 +124,6 @@ def big_file(words: Sequence[str]) -> str:
     return "\n".join(parts)
 
 
-_WORD = re.compile(r"\w+")
-
-
 class HashingEmbedder:
     """Hashed bag-of-words vectors under another embedder's identity (cache building only)."""
 
@@ -145,25 +142,12 @@ class HashingEmbedder:
         return vector
 
     def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
-        # One matrix product a batch (texts × the batch's words, counts) rather than a
-        # numpy add per word: a 1M-chunk cache embeds 100M words.
-        columns: dict[str, int] = {}
-        counts: list[dict[int, int]] = []
-        for text in texts:
-            row: dict[int, int] = {}
-            for word in _WORD.findall(text.lower()):
-                column = columns.setdefault(word, len(columns))
-                row[column] = row.get(column, 0) + 1
-            counts.append(row)
-        matrix = np.zeros((len(texts), len(columns)), np.float32)
-        for i, row in enumerate(counts):
-            matrix[i, list(row)] = list(row.values())
-        words = np.empty((len(columns), self.dimension), np.float32)
-        for word, column in columns.items():
-            words[column] = self._word(word)
-        out = matrix @ words
-        norms = np.linalg.norm(out, axis=1, keepdims=True)
-        return out / np.where(norms > 0, norms, 1.0)
+        out = np.zeros((len(texts), self.dimension), np.float32)
+        for i, text in enumerate(texts):
+            for word in re.findall(r"\w+", text.lower()):
+                out[i] += self._word(word)
+            out[i] /= float(np.linalg.norm(out[i])) or 1.0
+        return out
 
     def embed_query(self, text: str) -> np.ndarray:
         return self.embed_documents([text])
