@@ -26,7 +26,11 @@ Three steps, each cached in --cache so that a rerun only measures:
 
     .venv/bin/python benchmarks/real_vectors.py --corpus DIR [--cache DIR]
         [--chunks 100000] [--until HH:MM] [--held-out 300]
-        [--questions eval/manuals-en/questions-tune.jsonl] [--json]
+        [--questions eval/manuals-en/questions-tune.jsonl] [--shares 0.025 0.1] [--json]
+
+--shares also measures ivf-sq8 probing other shares of its lists (no floor of
+``IVF_MIN_PROBES``): how many probes real vectors need, which a small sample cannot
+show at the daemon's own settings (the floor probes a third of the lists there).
 
 --embed-only stops after step 2 (start it early, under ``nice``); --recall-only measures
 what is embedded so far without embedding more.  --json prints one JSON object as
@@ -179,18 +183,18 @@ def exact_top(vectors: npt.NDArray[np.float32], queries: npt.NDArray[np.float32]
 
 def recall_of(
     kind: str, ids: npt.NDArray[np.int64], vectors: npt.NDArray[np.float32],
-    queries: npt.NDArray[np.float32], truth: list[set[int]], *, share_only: bool = False,
+    queries: npt.NDArray[np.float32], truth: list[set[int]], *, share: float | None = None,
 ) -> dict[str, Any]:  # fmt: skip
-    """Recall@10 of ``kind`` built over ``vectors``.  ``share_only``: ivf-sq8 probing
-    only ``IVF_PROBE_SHARE`` of its lists, without the floor of ``IVF_MIN_PROBES``
-    (below ~26,000 vectors the floor probes a far larger share than the daemon does
-    at 1M: 16 of 128 lists at 5,000 vectors against 100 of 4,000)."""
+    """Recall@10 of ``kind`` built over ``vectors``.  ``share``: ivf-sq8 probing that
+    share of its lists, without the floor of ``IVF_MIN_PROBES`` (below ~26,000 vectors
+    the floor probes a far larger share than the daemon does at 1M: 16 of 47 lists at
+    1,848 vectors against 100 of 4,000, ``IVF_PROBE_SHARE``)."""
     started = time.perf_counter()
     base = kinds.build_base(kind, ids, vectors, vectors.shape[1])
     build_s = time.perf_counter() - started
-    floor = kinds.IVF_MIN_PROBES
-    if share_only:
-        kinds.IVF_MIN_PROBES = 1  # read by ivf_probes at each search
+    floor, daemon_share = kinds.IVF_MIN_PROBES, kinds.IVF_PROBE_SHARE
+    if share is not None:  # both read by ivf_probes at each search
+        kinds.IVF_MIN_PROBES, kinds.IVF_PROBE_SHARE = 1, share
     recalls, latencies = [], []
     try:
         for query, expected in zip(queries, truth, strict=True):
@@ -200,9 +204,9 @@ def recall_of(
             recalls.append(len({i for i, _ in found} & expected) / K)
         probes = kinds.ivf_probes(kinds.ivf_lists(len(ids)))
     finally:
-        kinds.IVF_MIN_PROBES = floor
+        kinds.IVF_MIN_PROBES, kinds.IVF_PROBE_SHARE = floor, daemon_share
     row: dict[str, Any] = {
-        "kind": kind + (" (probe share only)" if share_only else ""),
+        "kind": kind + (f" (probes {share:.1%} of lists)" if share is not None else ""),
         "recall_at_10": round(statistics.fmean(recalls), 4),
         "recall_at_10_min": round(min(recalls), 2),
         "search_p50_ms": round(statistics.median(latencies) * 1000, 2),
@@ -215,7 +219,7 @@ def recall_of(
 
 def measure(
     rows: list[dict[str, str]], vectors: npt.NDArray[np.float32], embedder: Any,
-    held_out: int, questions: list[str],
+    held_out: int, questions: list[str], shares: list[float],
 ) -> dict[str, Any]:  # fmt: skip
     n = len(vectors) - held_out
     index_vectors = np.ascontiguousarray(vectors[:n])
@@ -231,9 +235,10 @@ def measure(
         queries = np.vstack([np.asarray(embedder.embed_query(t), np.float32) for t in texts])
         truth = exact_top(index_vectors, queries)
         results = [recall_of(kind, ids, index_vectors, queries, truth) for kind in KINDS]
-        results.append(
-            recall_of(kinds.IVF_SQ8, ids, index_vectors, queries, truth, share_only=True)
-        )
+        for share in shares:
+            results.append(
+                recall_of(kinds.IVF_SQ8, ids, index_vectors, queries, truth, share=share)
+            )
         out[name] = {"queries": len(texts), "kinds": results}
         for r in results:
             extra = f" lists {r['lists']} probes {r['probes']}" if "lists" in r else ""
@@ -256,6 +261,13 @@ def main() -> int:
     parser.add_argument("--until", help="stop embedding at this UTC time, HH:MM")
     parser.add_argument("--held-out", type=int, default=300)
     parser.add_argument("--questions", type=Path, nargs="*", default=[])
+    parser.add_argument(
+        "--shares",
+        type=float,
+        nargs="*",
+        default=[kinds.IVF_PROBE_SHARE, 0.05, 0.1, 0.2],
+        help="ivf-sq8 again probing these shares of its lists (no floor)",
+    )
     parser.add_argument("--embed-only", action="store_true")
     parser.add_argument("--recall-only", action="store_true")
     parser.add_argument("--json", action="store_true")
@@ -280,7 +292,8 @@ def main() -> int:
         return 0
     vectors = np.load(vectors_path)
     log(f"{len(vectors):,} of {len(rows):,} chunks embedded (load {os.getloadavg()[0]:.2f})")
-    result = measure(rows, vectors, embedder, args.held_out, question_texts(args.questions))
+    questions = question_texts(args.questions)
+    result = measure(rows, vectors, embedder, args.held_out, questions, args.shares)
     result.update(embedded=len(vectors), chunked=len(rows), k=K)
     if args.json:
         print(json.dumps(result))
