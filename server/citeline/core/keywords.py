@@ -83,7 +83,8 @@ def _stem(word: str) -> str:
 def _latin_terms(text: str, out: list[str]) -> None:
     for match in _TOKEN.finditer(text):
         token = match.group(0)
-        parts = _PART.findall(token)
+        # Most tokens are one part: isalnum is the class [^\W_] of every character.
+        parts = [token] if token.isalnum() else _PART.findall(token)
         if len(parts) > 1:
             out.append("".join(parts))
         for part in parts:

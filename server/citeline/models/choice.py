@@ -163,8 +163,17 @@ def sample_counts(path: Path) -> tuple[int, int]:
                 text = handle.read(TEXT_SAMPLE_BYTES).decode("utf-8", errors="ignore")
     except Exception:  # an unreadable document: indexing reports it
         return (0, 0)
-    latin = sum(1 for ch in text if ch.isascii() and ch.isalpha())
-    return (cjk_count(text), latin)
+    return (cjk_count(text), latin_count(text))
+
+
+#: Every ASCII byte but the letters (ASCII ``isalpha`` is exactly A-Z and a-z).
+_NOT_ASCII_LETTERS = bytes(b for b in range(128) if not chr(b).isalpha())
+
+
+def latin_count(text: str) -> int:
+    """The ASCII letters in ``text``, counted in C (a Python loop over every character
+    of a 64 KB sample cost about 5 ms a file: minutes for a first index of 250,000)."""
+    return len(text.encode("ascii", "ignore").translate(None, _NOT_ASCII_LETTERS))
 
 
 def _pdf_sample(path: Path) -> str:
