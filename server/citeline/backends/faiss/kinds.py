@@ -266,20 +266,27 @@ def build_base(
             index = _faiss.IndexIDMap2(graph)
             index.add_with_ids(vectors, ids)
         elif kind == IVF_SQ8:
-            lists = ivf_lists(count)
-            quantizer = _faiss.IndexFlatIP(dimension)
-            index = _faiss.IndexIVFScalarQuantizer(
-                quantizer, dimension, lists, _faiss.ScalarQuantizer.QT_8bit,
-                _faiss.METRIC_INNER_PRODUCT,
-            )  # fmt: skip
-            index.cp.seed = 1234
-            sample = min(count, IVF_TRAIN_PER_LIST * lists)
-            rng = np.random.default_rng(1234)
-            index.train(vectors[np.sort(rng.choice(count, sample, replace=False))])
+            index, training_rows = _untrained_ivf(count, dimension)
+            index.train(vectors[training_rows])
             index.add_with_ids(vectors, ids)
         else:
             raise ValueError(f"unknown vector index kind {kind!r}")
     return Base(kind, index, ids, vectors)
+
+
+def _untrained_ivf(count: int, dimension: int) -> tuple[Any, IdArray]:
+    """An ivf-sq8 index sized for ``count`` rows, not yet trained, and the rows (in
+    order, the same for the same count) it is trained on."""
+    lists = ivf_lists(count)
+    quantizer = _faiss.IndexFlatIP(dimension)
+    index = _faiss.IndexIVFScalarQuantizer(
+        quantizer, dimension, lists, _faiss.ScalarQuantizer.QT_8bit,
+        _faiss.METRIC_INNER_PRODUCT,
+    )  # fmt: skip
+    index.cp.seed = 1234
+    sample = min(count, IVF_TRAIN_PER_LIST * lists)
+    rng = np.random.default_rng(1234)
+    return index, np.sort(rng.choice(count, sample, replace=False))
 
 
 Blocks = Callable[[], Iterator[tuple[IdArray, FloatMatrix]]]
@@ -315,16 +322,8 @@ def write_streamed(
             )
             index = _faiss.IndexIDMap2(codes)
         else:
-            lists = ivf_lists(count)
-            quantizer = _faiss.IndexFlatIP(dimension)
-            index = _faiss.IndexIVFScalarQuantizer(
-                quantizer, dimension, lists, _faiss.ScalarQuantizer.QT_8bit,
-                _faiss.METRIC_INNER_PRODUCT,
-            )  # fmt: skip
-            index.cp.seed = 1234
-            sample = min(count, IVF_TRAIN_PER_LIST * lists)
-            rng = np.random.default_rng(1234)
-            index.train(_rows_at(blocks, np.sort(rng.choice(count, sample, replace=False))))
+            index, training_rows = _untrained_ivf(count, dimension)
+            index.train(_rows_at(blocks, training_rows))
         if kind != IVF_SQ8:
             _reserve(index, count)
         ids_file = _NpyWriter(folder / f"{prefix}.ids.npy", np.dtype(np.int64), (count,))
