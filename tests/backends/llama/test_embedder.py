@@ -141,13 +141,10 @@ def test_two_lanes_embed_as_one_does(gguf_path: Path, converted: LlamaEmbedder) 
         assert two._lanes is None  # a query: the query lane alone
         rows = two.embed_documents(texts)
         assert len(two._lanes or ()) == 2
-        assert two._query_lane is None  # freed: queries run on the first document lane
-        again = two.embed_query("where is the index kept")
     alone = converted.embed_documents(texts)
     for a, b in zip(rows, alone, strict=True):
         assert cosine(a, b) >= 0.99999
     assert cosine(query, converted.embed_query("where is the index kept")) >= 0.99999
-    assert cosine(query, again) >= 0.99999
 
 
 def test_lanes_chosen_by_the_free_cores_embed_the_same_vectors(

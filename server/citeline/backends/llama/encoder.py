@@ -9,15 +9,12 @@ yields one pooled row: a vector for an embedding model, a relevance score for a
 reranker (rank pooling).
 
 Decodes run on one-thread contexts, *lanes* (``lanes.py``): a call with several
-decodes spreads them over as many lanes as the model's share of the cores.  The
-model comes with one *query lane*, a context holding one sequence: llama.cpp
-reserves (and clears) ``n_vocab`` floats of output per sequence a context holds,
-61 MiB for multilingual-e5-small at 64 sequences, so a start that only needs to
-answer queries makes one row of them, and the buffer grows only to the longest
-query.  The document lanes are made on the first call that needs them (several
-sequences, or one longer than a decode's budget); the query lane is freed then and
-queries run on the first document lane, as every call did before, so an encoder
-that indexes keeps one buffer, not two (docs/performance.md, "Ready with the
+decodes spreads them over as many lanes as the model's share of the cores.  A call
+with one short sequence (a query) runs on a lane of its own, the *query lane*, made
+with the model: it holds one sequence, so its output buffer (llama.cpp reserves
+``n_vocab`` floats per output, 61 MiB for multilingual-e5-small at 64 sequences) is
+one row when it is made and grows only to the longest query; the document lanes are
+made on the first call that needs them (docs/performance.md, "Ready with the
 multilingual model").
 
 Threading: an encoder (its llama.cpp model, contexts and batch buffers) must only be
@@ -283,26 +280,21 @@ class LlamaEncoder:
 
     def _encode(self, token_lists: list[list[int]]) -> FloatMatrix:
         """One pooled row per token list (each at most ``max_tokens`` long)."""
-        lanes, query_lane = self._lanes, self._query_lane
-        if (lanes is None and query_lane is None) or self._model is None:
+        query_lane = self._query_lane
+        if query_lane is None or self._model is None:
             raise self.error(f"{self.role} {self.name} is closed")
         out = np.empty((len(token_lists), self._width), dtype=np.float32)
         token_lists = [tokens or [self._tokenizer.fallback_token] for tokens in token_lists]
-        if lanes is None:  # nothing but queries so far
-            assert query_lane is not None  # (checked above)
-            if len(token_lists) == 1 and len(token_lists[0]) <= self._budget:
-                with CPU.busy(self):  # a query before any document: the query lane
-                    self._thread_limit.fit()
-                    self._decode(query_lane, [0], token_lists, out)
-                self._last_lanes = 1
-                return out
-            # the document lanes, on the first call that needs one; queries use the
-            # first of them from now on
-            lanes = self._lanes = Lanes(self._new_lane(), self._new_lane)
-            self._query_lane = None
-            self._llama.llama_free(query_lane.ctx)
-            query_lane.ctx = None
+        if len(token_lists) == 1 and len(token_lists[0]) <= self._budget:
+            with CPU.busy(self):  # a query: its own lane, in the caller's thread
+                self._thread_limit.fit()
+                self._decode(query_lane, [0], token_lists, out)
+            self._last_lanes = 1
+            return out
         groups = pack_decodes([len(t) for t in token_lists], self._budget, self._max_group)
+        if self._lanes is None:  # the document lanes, on the first call that needs one
+            self._lanes = Lanes(self._new_lane(), self._new_lane)
+        lanes = self._lanes
         with CPU.busy(self):
             self._thread_limit.fit()  # this model's share of the cores
             count = self._thread_limit.current
