@@ -9,13 +9,7 @@ yields one pooled row: a vector for an embedding model, a relevance score for a
 reranker (rank pooling).
 
 Decodes run on one-thread contexts, *lanes* (``lanes.py``): a call with several
-decodes spreads them over as many lanes as the model's share of the cores.  A call
-with one short sequence (a query) runs on a lane of its own, the *query lane*, made
-with the model: it holds one sequence, so its output buffer (llama.cpp reserves
-``n_vocab`` floats per output, 61 MiB for multilingual-e5-small at 64 sequences) is
-one row when it is made and grows only to the longest query; the document lanes are
-made on the first call that needs them (docs/performance.md, "Ready with the
-multilingual model").
+decodes spreads them over as many lanes as the model's share of the cores.
 
 Threading: an encoder (its llama.cpp model, contexts and batch buffers) must only be
 used from one thread at a time; its lanes' threads live only inside a call.
@@ -88,7 +82,6 @@ class LlamaEncoder:
     ) -> None:
         self._path = Path(model_path)
         self._model: Any = None
-        self._query_lane: Lane | None = None
         self._lanes: Lanes[list[int]] | None = None
         if max_tokens is not None and max_tokens < 1:
             raise ValueError(f"max_tokens must be positive, not {max_tokens}")
@@ -185,8 +178,8 @@ class LlamaEncoder:
         threads = n_threads if n_threads and n_threads > 0 else runtime.available_cpus()
         self._n_ctx = n_ctx
         self._n_seq_max = n_seq_max
-        self._query_lane = self._new_lane(1)
-        ctx = self._query_lane.ctx
+        self._lanes = Lanes(self._new_lane(), self._new_lane)
+        ctx = self._lanes.first.ctx
 
         pooling = int(llama_cpp.llama_pooling_type(ctx))
         if pooling not in POOLING_NAMES:
@@ -212,16 +205,14 @@ class LlamaEncoder:
         self._vocab = self._tokenizer.vocab
         self._wordpiece = self._tokenizer.wordpiece
 
-    def _new_lane(self, n_seq_max: int | None = None) -> Lane:
-        """A one-thread context of the model, with its own batch buffers, holding up
-        to ``n_seq_max`` sequences a decode (default: as many as a decode packs)."""
+    def _new_lane(self) -> Lane:
+        """A one-thread context of the model, with its own batch buffers."""
         llama_cpp = self._llama
-        n_seq_max = n_seq_max or self._n_seq_max
         params = llama_cpp.llama_context_default_params()
         params.n_ctx = self._n_ctx
         params.n_batch = self._n_ctx
         params.n_ubatch = self._n_ctx
-        params.n_seq_max = n_seq_max
+        params.n_seq_max = self._n_seq_max
         params.n_threads = 1
         params.n_threads_batch = 1
         params.embeddings = True
@@ -236,7 +227,7 @@ class LlamaEncoder:
         ctx = llama_cpp.llama_init_from_model(self._model, params)
         if not ctx:
             raise self.error(f"cannot create a context for {self.name}: {runtime.last_message()}")
-        batch = PackedBatch(llama_cpp, self._n_ctx, n_seq_max)
+        batch = PackedBatch(llama_cpp, self._n_ctx, self._n_seq_max)
         return Lane(ctx, llama_cpp.llama_get_memory(ctx), batch)
 
     # ---------------------------------------------------------------- properties
@@ -280,21 +271,12 @@ class LlamaEncoder:
 
     def _encode(self, token_lists: list[list[int]]) -> FloatMatrix:
         """One pooled row per token list (each at most ``max_tokens`` long)."""
-        query_lane = self._query_lane
-        if query_lane is None or self._model is None:
+        lanes = self._lanes
+        if lanes is None or self._model is None:
             raise self.error(f"{self.role} {self.name} is closed")
         out = np.empty((len(token_lists), self._width), dtype=np.float32)
         token_lists = [tokens or [self._tokenizer.fallback_token] for tokens in token_lists]
-        if len(token_lists) == 1 and len(token_lists[0]) <= self._budget:
-            with CPU.busy(self):  # a query: its own lane, in the caller's thread
-                self._thread_limit.fit()
-                self._decode(query_lane, [0], token_lists, out)
-            self._last_lanes = 1
-            return out
         groups = pack_decodes([len(t) for t in token_lists], self._budget, self._max_group)
-        if self._lanes is None:  # the document lanes, on the first call that needs one
-            self._lanes = Lanes(self._new_lane(), self._new_lane)
-        lanes = self._lanes
         with CPU.busy(self):
             self._thread_limit.fit()  # this model's share of the cores
             count = self._thread_limit.current
@@ -349,13 +331,9 @@ class LlamaEncoder:
         if llama_cpp is None:
             return
         lanes, self._lanes = getattr(self, "_lanes", None), None
-        query_lane, self._query_lane = getattr(self, "_query_lane", None), None
         model, self._model = self._model, None
         if lanes is not None:
             lanes.close(llama_cpp.llama_free)
-        if query_lane is not None and query_lane.ctx is not None:
-            llama_cpp.llama_free(query_lane.ctx)
-            query_lane.ctx = None
         if model is not None:
             llama_cpp.llama_model_free(model)
 
