@@ -21,7 +21,7 @@ import subprocess
 import sys
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -116,12 +116,7 @@ class CompactionCrashResult:
     problems: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "rounds": self.rounds,
-            "killed_compacting": self.killed_compacting,
-            "loaded_as_saved": self.loaded_as_saved,
-            "problems": self.problems[:10],
-        }
+        return {**asdict(self), "problems": self.problems[:10]}
 
 
 def _unpublished(folder: Path) -> set[str]:

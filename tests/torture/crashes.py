@@ -23,7 +23,7 @@ import sqlite3
 import subprocess
 import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -178,18 +178,7 @@ class CrashResult:
     problems: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "rounds": self.rounds,
-            "consistent": self.consistent,
-            "kills": self.kills,
-            "kills_in_commit": self.kills_in_commit,
-            "finished_before_kill": self.finished_before_kill,
-            "churn_ops": self.churn_ops,
-            "lost_files": self.lost_files,
-            "stale_files": self.stale_files,
-            "equal_to_fresh": self.equal_to_fresh,
-            "problems": self.problems[:10],
-        }
+        return {**asdict(self), "problems": self.problems[:10]}
 
 
 def _kill_round(docs: Path, work: Path, rng: random.Random, result: CrashResult) -> None:
@@ -284,16 +273,7 @@ class FirstIndexResult:
     problems: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "files": self.files,
-            "killed_in_commit": self.killed_in_commit,
-            "committed_before_kill": self.committed_before_kill,
-            "consistent": self.consistent,
-            "lost_files": self.lost_files,
-            "stale_files": self.stale_files,
-            "equal_to_fresh": self.equal_to_fresh,
-            "problems": self.problems[:20],
-        }
+        return {**asdict(self), "problems": self.problems[:20]}
 
 
 def first_index(work: Path, *, files: int, seed: int) -> FirstIndexResult:
