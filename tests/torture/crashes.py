@@ -247,18 +247,27 @@ def run(
     if finished.returncode != 0:
         result.problems.append(f"the last run exited {finished.returncode}")
         return result
+    result.lost_files, result.stale_files, result.equal_to_fresh = _against_disk(
+        docs, work / "fresh" if check_fresh else None, timeout=600
+    )
+    return result
+
+
+def _against_disk(docs: Path, fresh: Path | None, *, timeout: int) -> tuple[int, int, bool]:
+    """Files on disk the index of ``docs`` lacks, files it holds stale or gone, and
+    whether an index made from scratch of a copy at ``fresh`` (None: not made) holds
+    exactly the same."""
     held = snapshot(docs)
     on_disk = {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in docs.glob("*.md")}
-    result.lost_files = len([p for p in on_disk if p not in held])
-    result.stale_files = len([p for p, h in held.items() if p not in on_disk or on_disk[p] != h[0]])
-    if check_fresh:
-        fresh = work / "fresh"
-        if fresh.exists():
-            shutil.rmtree(fresh)
-        shutil.copytree(docs, fresh, ignore=shutil.ignore_patterns(".citeline"))
-        done = subprocess.run(index_command(fresh), capture_output=True, timeout=600)
-        result.equal_to_fresh = done.returncode == 0 and snapshot(fresh) == held
-    return result
+    lost = len([p for p in on_disk if p not in held])
+    stale = len([p for p, h in held.items() if p not in on_disk or on_disk[p] != h[0]])
+    if fresh is None:
+        return lost, stale, False
+    if fresh.exists():
+        shutil.rmtree(fresh)
+    shutil.copytree(docs, fresh, ignore=shutil.ignore_patterns(".citeline"))
+    done = subprocess.run(index_command(fresh), capture_output=True, timeout=timeout)
+    return lost, stale, done.returncode == 0 and snapshot(fresh) == held
 
 
 @dataclass
@@ -323,14 +332,7 @@ def first_index(work: Path, *, files: int, seed: int) -> FirstIndexResult:
     if finished.returncode != 0:
         result.problems.append(f"the run after the kill exited {finished.returncode}")
         return result
-    held = snapshot(docs)
-    on_disk = {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in docs.glob("*.md")}
-    result.lost_files = len([p for p in on_disk if p not in held])
-    result.stale_files = len([p for p, h in held.items() if p not in on_disk or on_disk[p] != h[0]])
-    fresh = work / "first-fresh"
-    if fresh.exists():
-        shutil.rmtree(fresh)
-    shutil.copytree(docs, fresh, ignore=shutil.ignore_patterns(".citeline"))
-    done = subprocess.run(index_command(fresh), capture_output=True, timeout=900)
-    result.equal_to_fresh = done.returncode == 0 and snapshot(fresh) == held
+    result.lost_files, result.stale_files, result.equal_to_fresh = _against_disk(
+        docs, work / "first-fresh", timeout=900
+    )
     return result
