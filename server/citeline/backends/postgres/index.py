@@ -228,15 +228,7 @@ class PostgresIndex:
         """``fn(connection)``, with driver errors turned into one-line BackendErrors.
         The connection is this call's alone until ``fn`` returns (a transaction ``fn``
         opens never nests in another thread's)."""
-        with self._using:
-            conn = self._connection()
-            try:
-                return fn(conn)
-            except psycopg.Error as exc:
-                error = translate(exc, self._location)
-                if conn.closed or conn.broken:
-                    self._drop_connection()
-                raise error from exc
+        return self._on(self._using, self._connection, self._drop_connection, fn)
 
     def _read(self, fn: Callable[[psycopg.Connection[Any]], T]) -> T:
         """``fn(connection)`` for a search: a reader's one connection (as :meth:`_run`),
@@ -245,14 +237,25 @@ class PostgresIndex:
         never waits for it."""
         if self._read_only:
             return self._run(fn)
-        with self._reading:
-            conn = self._reads_connection()
+        return self._on(self._reading, self._reads_connection, self._drop_reads, fn)
+
+    def _on(
+        self,
+        held: contextlib.AbstractContextManager[Any],
+        opened: Callable[[], psycopg.Connection[Any]],
+        dropped: Callable[[], None],
+        fn: Callable[[psycopg.Connection[Any]], T],
+    ) -> T:
+        """``fn`` on the connection ``opened`` gives, with ``held`` (its lock) held:
+        driver errors as one-line BackendErrors, a lost connection ``dropped``."""
+        with held:
+            conn = opened()
             try:
                 return fn(conn)
             except psycopg.Error as exc:
                 error = translate(exc, self._location)
                 if conn.closed or conn.broken:
-                    self._drop_reads()
+                    dropped()
                 raise error from exc
 
     def _reads_connection(self) -> psycopg.Connection[Any]:
