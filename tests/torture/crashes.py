@@ -164,6 +164,15 @@ def snapshot(docs: Path) -> dict[str, tuple[str, list[str]]]:
         db.close()
 
 
+def _new_corpus(work: Path, rng: random.Random) -> tuple[Path, Corpus]:
+    """An empty documents folder ``work/docs`` (emptied if it was there) and its corpus."""
+    docs = work / "docs"
+    if docs.exists():
+        shutil.rmtree(docs)
+    docs.mkdir(parents=True)
+    return docs, Corpus(docs, rng)
+
+
 @dataclass
 class CrashResult:
     rounds: int = 0
@@ -226,11 +235,7 @@ def run(
 ) -> CrashResult:
     """``rounds`` kill -9 rounds over a churning folder in ``work``; see the module."""
     rng = random.Random(seed)
-    docs = work / "docs"
-    if docs.exists():
-        shutil.rmtree(docs)
-    docs.mkdir(parents=True)
-    corpus = Corpus(docs, rng)
+    docs, corpus = _new_corpus(work, rng)
     corpus.churn(8)
     result = CrashResult()
     for _ in range(rounds):
@@ -290,11 +295,7 @@ def first_index(work: Path, *, files: int, seed: int) -> FirstIndexResult:
     halfway through, then run again to the end: the store is consistent after the kill,
     and the finished index holds every file and equals a fresh index of the same files."""
     rng = random.Random(seed)
-    docs = work / "docs"
-    if docs.exists():
-        shutil.rmtree(docs)
-    docs.mkdir(parents=True)
-    corpus = Corpus(docs, rng)
+    docs, corpus = _new_corpus(work, rng)
     for n in range(files):
         corpus.write(f"f{n}.md", f"f{n}")
     result = FirstIndexResult(files=files)
