@@ -20,6 +20,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+import numpy.typing as npt
+
 log = logging.getLogger(__name__)
 
 TOKEN_LENGTH = 12  # hex digits
@@ -330,3 +333,30 @@ def _beside(work: Callable[[], Any], between: Callable[[], None]) -> Any:
     if "error" in outcome:
         raise outcome["error"]
     return outcome["result"]
+
+
+class NpyWriter:
+    """A ``.npy`` file of a known shape written a block of rows at a time (what
+    ``np.save`` writes, without the whole array in memory)."""
+
+    def __init__(self, path: Path, dtype: np.dtype[Any], shape: tuple[int, ...]) -> None:
+        self._handle = open(path, "wb")  # noqa: SIM115 (closed by __exit__)
+        self._expected = int(np.prod(shape)) * dtype.itemsize
+        self._written = 0
+        np.lib.format.write_array_header_1_0(
+            self._handle,
+            {"descr": np.lib.format.dtype_to_descr(dtype), "fortran_order": False, "shape": shape},
+        )
+
+    def write(self, rows: npt.NDArray[Any]) -> None:
+        data = np.ascontiguousarray(rows).tobytes()
+        self._handle.write(data)
+        self._written += len(data)
+
+    def __enter__(self) -> NpyWriter:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._handle.close()
+        if exc[0] is None and self._written != self._expected:
+            raise ValueError(f"{self._handle.name}: {self._written} bytes, not {self._expected}")

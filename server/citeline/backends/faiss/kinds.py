@@ -41,6 +41,7 @@ import faiss
 import numpy as np
 import numpy.typing as npt
 
+from citeline.backends.segments import NpyWriter
 from citeline.core.embedding import FloatMatrix
 from citeline.core.vectors import IdArray
 
@@ -326,9 +327,9 @@ def write_streamed(
             index.train(_rows_at(blocks, training_rows))
         if kind != IVF_SQ8:
             _reserve(index, count)
-        ids_file = _NpyWriter(folder / f"{prefix}.ids.npy", np.dtype(np.int64), (count,))
+        ids_file = NpyWriter(folder / f"{prefix}.ids.npy", np.dtype(np.int64), (count,))
         vectors_file = (
-            _NpyWriter(folder / f"{prefix}.vectors.npy", np.dtype(np.float32), (count, dimension))
+            NpyWriter(folder / f"{prefix}.vectors.npy", np.dtype(np.float32), (count, dimension))
             if kind in RESCORED
             else None
         )
@@ -369,33 +370,6 @@ def _rows_at(blocks: Blocks, positions: IdArray) -> FloatMatrix:
             parts.append(np.asarray(vectors[positions[lo:hi] - start], dtype=np.float32))
         start = end
     return np.concatenate(parts) if parts else out
-
-
-class _NpyWriter:
-    """A ``.npy`` file of a known shape written a block of rows at a time (what
-    ``np.save`` writes, without the whole array in memory)."""
-
-    def __init__(self, path: Path, dtype: np.dtype[Any], shape: tuple[int, ...]) -> None:
-        self._handle = open(path, "wb")  # noqa: SIM115 (closed by __exit__)
-        self._expected = int(np.prod(shape)) * dtype.itemsize
-        self._written = 0
-        np.lib.format.write_array_header_1_0(
-            self._handle,
-            {"descr": np.lib.format.dtype_to_descr(dtype), "fortran_order": False, "shape": shape},
-        )
-
-    def write(self, rows: npt.NDArray[Any]) -> None:
-        data = np.ascontiguousarray(rows).tobytes()
-        self._handle.write(data)
-        self._written += len(data)
-
-    def __enter__(self) -> _NpyWriter:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._handle.close()
-        if exc[0] is None and self._written != self._expected:
-            raise ValueError(f"{self._handle.name}: {self._written} bytes, not {self._expected}")
 
 
 def write_base(base: Base, folder: Path, prefix: str) -> None:

@@ -15,7 +15,9 @@ term, by position.
 from __future__ import annotations
 
 import hashlib
+import itertools
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -23,6 +25,7 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
+from citeline.backends import segments
 from citeline.core.keywords import fold
 
 TF_MAX = np.iinfo(np.uint16).max  # a term more frequent in one chunk counts this often
@@ -125,6 +128,8 @@ class Base:
 
 _NO_ROWS: Positions = np.zeros(0, dtype=np.int32)
 _NO_TFS: Counts = np.zeros(0, dtype=np.uint16)
+_NO_HASHES: Hashes = np.zeros(0, dtype=np.uint64)
+MERGE_BLOCK = 1 << 18  # postings of the old base merged at a time into a new one
 
 
 def empty() -> Base:
@@ -172,6 +177,106 @@ def write(base: Base, folder: Path, prefix: str) -> None:
     """``<prefix>.<array>.npy`` for each array."""
     for name in _ARRAYS:
         np.save(folder / f"{prefix}.{name}.npy", getattr(base, name))
+
+
+def write_merged(
+    base: Base,
+    dead: npt.NDArray[np.bool_],
+    added: Mapping[int, Row],
+    folder: Path,
+    prefix: str,
+    *,
+    block: int = MERGE_BLOCK,
+) -> int:
+    """The base :func:`build` makes of ``base``'s rows not ``dead`` and the ``added``
+    ones, written as :func:`write` writes it without holding every posting in memory at
+    once; the number of rows (nothing is written for none).
+
+    The postings are merged a range of terms at a time: ``base``'s (memory-mapped)
+    postings of about ``block`` terms' worth, their rows given their new positions,
+    with the added rows' postings of the same terms, each range sorted by term and
+    position and appended to the files.  What grows with the whole base is its
+    per-row arrays and its distinct terms (the ``hashes`` and ``starts`` written
+    last); the postings' own arrays, ``rows`` and ``tfs``, go out a block at a time."""
+    keep = ~np.asarray(dead, dtype=bool)
+    fresh = list(added.values())
+    live = int(np.count_nonzero(keep))
+    ids = np.concatenate([np.asarray(base.ids)[keep], np.fromiter(added, np.int64, len(added))])
+    if not len(ids):
+        return 0
+    order = np.argsort(ids, kind="stable")
+    position = np.empty(len(ids), dtype=np.int32)
+    position[order] = np.arange(len(ids), dtype=np.int32)
+    moved = np.full(len(base), -1, dtype=np.int32)  # a base row's new position (-1: dead)
+    moved[keep] = position[:live]
+    lengths = np.concatenate(
+        [np.asarray(base.lengths)[keep], np.fromiter((r.length for r in fresh), np.int32)]
+    ).astype(np.int32)
+    # The added rows' postings, sorted by term then position (a tenth of the base or so).
+    new_hashes = np.concatenate([_NO_HASHES, *(r.hashes for r in fresh)])
+    new_rows = np.repeat(position[live:], [len(r.hashes) for r in fresh]).astype(np.int32)
+    new_tfs = np.concatenate([_NO_TFS, *(r.tfs for r in fresh)])
+    by_term = np.lexsort((new_rows, new_hashes))
+    new_hashes, new_rows, new_tfs = new_hashes[by_term], new_rows[by_term], new_tfs[by_term]
+    del by_term
+    starts = np.asarray(base.starts)
+    cuts = _term_cuts(starts, block)
+    total = len(new_hashes)
+    for lo, hi in itertools.pairwise(cuts):  # the base's live postings, counted first
+        total += int(np.count_nonzero(moved[base.rows[starts[lo] : starts[hi]]] >= 0))
+    terms: list[Hashes] = []
+    firsts: list[Ids] = []
+    written = 0
+    rows_file = segments.NpyWriter(folder / f"{prefix}.rows.npy", np.dtype(np.int32), (total,))
+    tfs_file = segments.NpyWriter(folder / f"{prefix}.tfs.npy", np.dtype(np.uint16), (total,))
+    with rows_file, tfs_file:
+        taken = 0  # the added postings written so far
+        for n, (lo, hi) in enumerate(itertools.pairwise(cuts)):
+            begin, end = int(starts[lo]), int(starts[hi])
+            rows = moved[base.rows[begin:end]]
+            hashes = np.repeat(base.hashes[lo:hi], np.diff(starts[lo : hi + 1]))
+            alive = rows >= 0
+            last = n == len(cuts) - 2
+            upto = (
+                len(new_hashes)
+                if last
+                else int(np.searchsorted(new_hashes, base.hashes[hi], side="left"))
+            )
+            hashes = np.concatenate([hashes[alive], new_hashes[taken:upto]])
+            rows = np.concatenate([rows[alive], new_rows[taken:upto]])
+            tfs = np.concatenate([np.asarray(base.tfs[begin:end])[alive], new_tfs[taken:upto]])
+            taken = upto
+            sorted_by = np.lexsort((rows, hashes))
+            hashes, rows, tfs = hashes[sorted_by], rows[sorted_by], tfs[sorted_by]
+            if len(hashes):
+                boundary = np.ones(len(hashes), dtype=bool)
+                boundary[1:] = hashes[1:] != hashes[:-1]
+                first = np.flatnonzero(boundary)
+                terms.append(hashes[first])
+                firsts.append(first + written)
+            rows_file.write(rows)
+            tfs_file.write(tfs)
+            written += len(hashes)
+    np.save(folder / f"{prefix}.ids.npy", ids[order])
+    np.save(folder / f"{prefix}.lengths.npy", lengths[order])
+    np.save(folder / f"{prefix}.hashes.npy", np.concatenate([_NO_HASHES, *terms]))
+    np.save(
+        folder / f"{prefix}.starts.npy",
+        np.append(np.concatenate([np.zeros(0, np.int64), *firsts]), written).astype(np.int64),
+    )
+    return len(ids)
+
+
+def _term_cuts(starts: Ids, block: int) -> list[int]:
+    """Term indexes that cut a base's terms into ranges of about ``block`` postings
+    (each range at least one term; none for a base without terms but the one range)."""
+    terms = len(starts) - 1
+    if terms <= 0:
+        return [0, 0]
+    wanted = np.arange(block, int(starts[-1]), block, dtype=np.int64)
+    inner = np.unique(np.searchsorted(starts, wanted, side="right") - 1)
+    inner = inner[(inner > 0) & (inner < terms)]
+    return [0, *inner.tolist(), terms]
 
 
 def read(folder: Path, prefix: str) -> Base:

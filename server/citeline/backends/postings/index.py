@@ -293,22 +293,19 @@ class PostingsKeywordIndex(segments.Segmented):
     ) -> dict[str, Any]:
         started = time.perf_counter()
         prefix = f"{path.name}.{token}"
-        base = _merged(*snapshot)
+        rows = bases.write_merged(*snapshot, path.parent, prefix)  # a block at a time
         head: dict[str, Any] = {
             "format": _FORMAT,
             "token": token,
-            "base": None,
-            "rows": len(base),
+            "base": prefix if rows else None,
+            "rows": rows,
             "log": f"{prefix}.log",
         }
-        if len(base):
-            bases.write(base, path.parent, prefix)
-            head["base"] = prefix
         with open(path.parent / head["log"], "wb") as handle:
             head["log_bytes"] = handle.tell()
         log.info(
             "keyword index: wrote a base of %d chunks in %.2f s%s",
-            len(base),
+            rows,
             time.perf_counter() - started,
             " beside the index's work" if beside else "",
         )
@@ -351,23 +348,6 @@ class PostingsKeywordIndex(segments.Segmented):
                     raise ValueError(f"unknown record {op!r}")
         except (struct.error, ValueError) as exc:
             raise ValueError(f"keyword log {log_path} is damaged: {exc}") from exc
-
-
-def _merged(base: Base, dead: npt.NDArray[np.bool_], added: dict[int, Row]) -> Base:
-    """One base of every live row: the base's rows not removed, then the added ones."""
-    keep = ~dead
-    rows = np.asarray(base.rows)
-    alive = keep[rows]
-    by_row = np.argsort(rows[alive], kind="stable")  # postings row after row
-    fresh = list(added.values())
-    sizes = np.bincount(rows[alive], minlength=len(base))[keep]
-    return bases.build(
-        np.concatenate([np.asarray(base.ids)[keep], np.fromiter(added, np.int64)]),
-        np.concatenate([np.asarray(base.lengths)[keep], [r.length for r in fresh]]),
-        np.concatenate([sizes, [len(r.hashes) for r in fresh]]),
-        np.concatenate([base.posting_hashes()[alive][by_row], *(r.hashes for r in fresh)]),
-        np.concatenate([np.asarray(base.tfs)[alive][by_row], *(r.tfs for r in fresh)]),
-    )
 
 
 _NONE: npt.NDArray[np.intp] = np.zeros(0, dtype=np.intp)
