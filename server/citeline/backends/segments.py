@@ -154,7 +154,7 @@ class Segmented:
             if self._compacting is not None:
                 self._compacting.since.append(records)
         if later and self._compacting is None and self._compaction_due():
-            snapshot, token = self._snapshot(), new_token()
+            snapshot, token = self._snapshot(between), new_token()
             self._compacting = Compaction(
                 token, lambda: self._written(path, snapshot, token, beside=True)
             )
@@ -197,7 +197,7 @@ class Segmented:
             remove_token(path, job.token)
 
     def _compact(self, path: Path, between: Callable[[], None] | None) -> None:
-        snapshot, token = self._snapshot(), new_token()
+        snapshot, token = self._snapshot(between), new_token()
         if between is None:
             written = self._written(path, snapshot, token, beside=False)
         else:
@@ -233,9 +233,10 @@ class Segmented:
     def _compaction_due(self) -> bool:
         raise NotImplementedError
 
-    def _snapshot(self) -> Any:
+    def _snapshot(self, between: Callable[[], None] | None = None) -> Any:
         """What the index holds now, for :meth:`_write_files` (which may run on another
-        thread while the index changes): nothing it shares may change afterwards."""
+        thread while the index changes): nothing it shares may change afterwards.
+        ``between`` may run while it is taken (it only searches the index)."""
         raise NotImplementedError
 
     def _write_files(

@@ -172,3 +172,42 @@ def test_a_damaged_log_does_not_load(tmp_path: Path) -> None:
     log_file.write_bytes(log_file.read_bytes()[:-7])
     with pytest.raises(ValueError):
         FaissVectorIndex.load(path, 16)
+
+
+def test_a_delta_in_several_segments_answers_as_one_exact_index(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A big file's vectors fill several of the delta's segments (here of 64 rows):
+    searches, scores, removals, a new base taken between calls of ``between`` and a
+    save and load all give what one exact index of the live rows gives."""
+    monkeypatch.setattr(backend, "SEGMENT_ROWS", 64)
+    monkeypatch.setattr(backend, "SNAPSHOT_ROWS", 50)
+    monkeypatch.setattr(backend, "LOG_MIN", 100)
+    vectors = unit_rows(900)
+    ids = np.arange(900, dtype=np.int64) + 10
+    index = FaissVectorIndex.empty(16)
+    for start in range(0, 900, 256):  # as a big file's mirror update adds them
+        index.add(ids[start : start + 256], vectors[start : start + 256])
+    gone = list(range(10, 910, 7))  # across every segment
+    index.remove(gone)
+    keep = ~np.isin(ids, gone)
+    assert len(index) == int(keep.sum())
+    for n in (0, 333, 899):
+        found = index.search(vectors[n], 20)
+        assert [i for i, _ in found] == exact(vectors[keep], ids[keep], vectors[n], 20)
+        assert [s for _, s in found] == pytest.approx(
+            sorted((vectors[keep] @ vectors[n]).tolist(), reverse=True)[:20], abs=1e-5
+        )
+    scored = index.similarity(vectors[5], [int(ids[5]), int(ids[701]), 10])  # 10 was removed
+    assert set(scored) == {int(ids[5]), int(ids[701])}
+    assert scored[int(ids[701])] == pytest.approx(float(vectors[701] @ vectors[5]), abs=1e-5)
+    calls: list[int] = []
+    _, _, delta_ids, copied = index._snapshot(lambda: calls.append(1))
+    assert len(calls) >= 900 // 64  # the copy let searches in between
+    assert sorted(delta_ids.tolist()) == ids[keep].tolist()
+    assert np.array_equal(copied, vectors[delta_ids - 10])
+    index.save(tmp_path / "v")
+    loaded = FaissVectorIndex.load(tmp_path / "v", 16)
+    assert [i for i, _ in loaded.search(vectors[400], 15)] == exact(
+        vectors[keep], ids[keep], vectors[400], 15
+    )

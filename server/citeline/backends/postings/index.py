@@ -23,7 +23,7 @@ from __future__ import annotations
 import logging
 import struct
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -278,9 +278,11 @@ class PostingsKeywordIndex(segments.Segmented):
     def _compaction_due(self) -> bool:
         return self._log_entries > max(LOG_MIN, LOG_SHARE * len(self._base))
 
-    def _snapshot(self) -> tuple[Base, npt.NDArray[np.bool_], dict[int, Row]]:
+    def _snapshot(
+        self, between: Callable[[], None] | None = None
+    ) -> tuple[Base, npt.NDArray[np.bool_], dict[int, Row]]:
         """The base (never modified), its tombstones and the rows added since (copies:
-        a row itself is never modified)."""
+        a row itself is never modified; a few ms for a big file's rows, no ``between``)."""
         return self._base, self._dead.copy(), dict(self._added)
 
     def _write_files(
