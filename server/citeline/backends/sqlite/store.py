@@ -43,7 +43,7 @@ from citeline.core.index import FileRecord, FileUpdate, IndexCounts, NewChunk, V
 log = logging.getLogger(__name__)
 
 SCHEMA_VERSION = "2"
-INSERT_SLICE = 256  # chunks written between two calls of a big file's ``between``
+INSERT_SLICE = 128  # chunks written between two calls of a big file's ``between``
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
