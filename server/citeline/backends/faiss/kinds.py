@@ -53,12 +53,12 @@ RESCORED = (FLAT_FP16, IVF_SQ8)  # kinds whose candidates are scored again exact
 #: Kinds whose best candidates among the live ids are the best of all ids without the
 #: removed ones (a scan of every code or of the probed lists; not a graph walk, which a
 #: selector steers), so a search can ask for as many more as were removed and drop
-#: those: FAISS's scan with an ``IDSelector`` checks every id and takes a slower loop
-#: (flat-fp16 at 100k: 1.5 ms more CPU a search, about a tenth; docs/performance.md).
+#: those: FAISS's scan with an ``IDSelector`` checks every id on its way (flat-fp16 at
+#: 100k, 64-513 removed: 0.7-1.1 ms more CPU a search of 15-17 under load; docs/performance.md).
 UNSELECTED = (FLAT, FLAT_FP16, IVF_SQ8)
 #: Up to this many removed ids are passed over by asking for more candidates; more
-#: (a log near its share of the base) use the selector.
-UNSELECTED_MAX = 2048
+#: use the selector (at 1,062 the longer candidate list cost 0.6 ms more than it saved).
+UNSELECTED_MAX = 512
 CHOICES = ("auto", *KINDS)
 
 #: ``auto`` keeps the exact flat index below this many vectors and takes ``ivf-sq8``
