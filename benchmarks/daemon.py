@@ -642,8 +642,10 @@ def dense_recall(index: Any, embedder: Any, words: Sequence[str], n: int) -> dic
     """Recall@10 of the folder's vector index against exact search over the vectors it
     holds: for ``n`` embedded queries, and for ``n`` of its own vectors (whose nearest
     neighbours are close, the case an approximate index is weakest on here)."""
+    from citeline.backends.faiss import index as faiss_index
+
     vectors = index.vectors
-    ids, rows = vectors._contents()
+    ids, rows = faiss_index._contents(*vectors._snapshot())
     rng = random.Random(3)
     queries = [
         embedder.embed_query(" ".join(rng.choice(words) for _ in range(rng.randint(3, 8))))

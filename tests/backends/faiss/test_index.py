@@ -132,6 +132,34 @@ def test_a_growing_index_becomes_fp16_and_keeps_exact_answers_and_scores(
     assert [i for i, _ in again.search(queries[0], 10)] == exact(held, held_ids, queries[0], 10)
 
 
+@pytest.mark.parametrize("kind", ["flat", "flat-fp16", "ivf-sq8"])
+def test_removed_ids_passed_over_without_a_selector_give_the_selector_s_answers(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kind: str
+) -> None:
+    monkeypatch.setattr(backend, "LOG_MIN", 100)  # a flat base too, not a log alone
+    path = tmp_path / "v"
+    vectors = unit_rows(3000, dimension=32, clusters=30)
+    ids = np.arange(3000, dtype=np.int64) * 3 + 1
+    index = FaissVectorIndexType(kind).empty(32)
+    index.add(ids, vectors)
+    index.save(path)
+    loaded = FaissVectorIndexType(kind).load(path, 32)
+    assert loaded.kind == kind and len(loaded._base) == 3000
+    removed = [int(i) for i in ids[::7]]  # 429 tombstones in the base
+    loaded.remove(removed)
+    queries = np.concatenate([vectors[:40:2], unit_rows(20, dimension=32, seed=1, clusters=30)])
+    unselected = [loaded.search(query, 10) for query in queries]
+    monkeypatch.setattr(kinds, "UNSELECTED_MAX", 0)  # the IDSelector from here
+    selected = [loaded.search(query, 10) for query in queries]
+    assert unselected == selected
+    assert not {i for found in unselected for i, _ in found} & set(removed)
+    if kind != "ivf-sq8":  # exact candidates: the exact 10 of the live rows
+        live = np.ones(3000, dtype=bool)
+        live[::7] = False
+        for query, found in zip(queries, unselected, strict=True):
+            assert [i for i, _ in found] == exact(vectors[live], ids[live], query, 10)
+
+
 def test_hnsw_cannot_remove_so_removed_ids_are_skipped(tmp_path: Path) -> None:
     path = tmp_path / "v"
     vectors = unit_rows(300)

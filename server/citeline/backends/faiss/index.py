@@ -220,7 +220,10 @@ class FaissVectorIndex(segments.Segmented):
         query = np.ascontiguousarray(query, dtype=np.float32).reshape(1, -1)
         found = []
         if len(self._base) > len(self._dead):
-            found = self._base.search(query, k, self._skipping())
+            if self._base.kind in kinds.UNSELECTED and len(self._dead) <= kinds.UNSELECTED_MAX:
+                found = self._base.search(query, k, None, self._dead)
+            else:
+                found = self._base.search(query, k, self._skipping())
         if self._delta.ntotal:
             scores, ids = self._delta.search(query, min(k, int(self._delta.ntotal)))
             fresh = [(int(i), float(s)) for i, s in zip(ids[0], scores[0], strict=True) if i != -1]
