@@ -35,7 +35,10 @@ The fitted weights are printed as code for ``scoring.py``.  Use tuning splits on
 models are fitted on that language's questions of all of them.  ``--keep-lexical``
 refits only the answerability model and threshold: how ``fitted.CJK_MULTILINGUAL``
 was fitted, on CMRC trial indexed with multilingual-e5-small, the model that folder
-chooses.)
+chooses; it embeds only the shipped dense head, ``DENSE_CANDIDATES`` units a question,
+so its rows, cached under ``--cache``, are for such refits only.  A question the ask
+refuses for a term no chunk holds, ``Row.missing``, is left out of the grade's fit and
+counts as not graded ``answer``.)
 """
 
 from __future__ import annotations
@@ -132,6 +135,8 @@ def collect(args: argparse.Namespace) -> list[Row]:
         embedder.count_tokens,
     )
     lexical = fitted.ENGLISH.lexical
+    # a refit of the answerability model alone reads the shipped dense head only
+    embedded = scoring.DENSE_CANDIDATES if getattr(args, "keep_lexical", False) else EMBEDDED
     answer = settings.answer
     rows: list[Row] = []
     for done, query in enumerate(evalset.queries, start=1):
@@ -150,7 +155,7 @@ def collect(args: argparse.Namespace) -> list[Row]:
         named = sorted(features.identifiers(query.text))
         unknown = bool(named and workspace.retriever.unknown_terms(named))
         keyword_only = cjk and not settings.retrieval.dense_for_cjk
-        missing = gate.missing_terms(query.text, cjk=cjk, keyword_only=keyword_only)
+        refused_for = gate.missing_terms(query.text, cjk=cjk, keyword_only=keyword_only)
         words = {
             w.lower(): embedder.count_tokens(w.lower()) for w in features.question_words(query.text)
         }
@@ -163,7 +168,7 @@ def collect(args: argparse.Namespace) -> list[Row]:
                 # the units any refit could put in the dense head: the shipped lexical
                 # model's best EMBEDDED (the others count as cosine 0)
                 order = sorted(range(len(units)), key=lambda i: -lexical.logit(units[i][2]))
-                head = [inputs[i] for i in order[:EMBEDDED]]
+                head = [inputs[i] for i in order[:embedded]]
                 missing = [t for t in dict.fromkeys(head) if (query.text, t) not in cosines]
                 if missing:
                     vectors = embedder.embed_documents(missing)
@@ -190,7 +195,7 @@ def collect(args: argparse.Namespace) -> list[Row]:
                     ],
                     scorer.heading_cosines(query.text, evidence) if use_dense else {},
                     {t: frequencies.get(t, 0) for t in terms},
-                    missing,
+                    refused_for,
                 )
             )
         if done % 25 == 0:
