@@ -35,7 +35,10 @@ The fitted weights are printed as code for ``scoring.py``.  Use tuning splits on
 models are fitted on that language's questions of all of them.  ``--keep-lexical``
 refits only the answerability model and threshold: how ``fitted.CJK_MULTILINGUAL``
 was fitted, on CMRC trial indexed with multilingual-e5-small, the model that folder
-chooses.)
+chooses; it embeds only the shipped dense head, ``DENSE_CANDIDATES`` units a question,
+so its rows, cached under ``--cache``, are for such refits only.  A question the ask
+refuses for a term no chunk holds, ``Row.missing``, is left out of the grade's fit and
+counts as not graded ``answer``.)
 """
 
 from __future__ import annotations
@@ -91,6 +94,10 @@ class Row:
     labels: list[bool]
     # the question's cosine with each passage's own heading (``UnitScorer.heading_cosines``)
     headings: dict[str, float] = dataclasses.field(default_factory=dict)
+    # each question keyword term's document frequency in the index (0: no chunk holds it)
+    frequencies: dict[str, int] = dataclasses.field(default_factory=dict)
+    # what the ask refuses it for (``UnitScorer.missing_terms``): a term no chunk holds
+    missing: list[str] = dataclasses.field(default_factory=list)
 
 
 #: Units per question whose cosine is computed (see ``collect``).
@@ -122,7 +129,14 @@ def collect(args: argparse.Namespace) -> list[Row]:
         embed_query=embedder.embed_query,
         bridge=bridge_for(settings.embedding.bundled, workspace.unit_vectors),
     )
+    gate = scoring.UnitScorer(
+        workspace.retriever.term_weights,
+        workspace.retriever.unknown_terms,
+        embedder.count_tokens,
+    )
     lexical = fitted.ENGLISH.lexical
+    # a refit of the answerability model alone reads the shipped dense head only
+    embedded = scoring.DENSE_CANDIDATES if getattr(args, "keep_lexical", False) else EMBEDDED
     answer = settings.answer
     rows: list[Row] = []
     for done, query in enumerate(evalset.queries, start=1):
@@ -137,8 +151,11 @@ def collect(args: argparse.Namespace) -> list[Row]:
             variants.append((others[: answer.candidates], True))
         terms = keywords.query_terms(query.text)
         idf = workspace.retriever.term_weights(terms) if terms else {}
+        _, frequencies = workspace.retriever.index.document_frequencies(terms)
         named = sorted(features.identifiers(query.text))
         unknown = bool(named and workspace.retriever.unknown_terms(named))
+        keyword_only = cjk and not settings.retrieval.dense_for_cjk
+        refused_for = gate.missing_terms(query.text, cjk=cjk, keyword_only=keyword_only)
         words = {
             w.lower(): embedder.count_tokens(w.lower()) for w in features.question_words(query.text)
         }
@@ -151,7 +168,7 @@ def collect(args: argparse.Namespace) -> list[Row]:
                 # the units any refit could put in the dense head: the shipped lexical
                 # model's best EMBEDDED (the others count as cosine 0)
                 order = sorted(range(len(units)), key=lambda i: -lexical.logit(units[i][2]))
-                head = [inputs[i] for i in order[:EMBEDDED]]
+                head = [inputs[i] for i in order[:embedded]]
                 missing = [t for t in dict.fromkeys(head) if (query.text, t) not in cosines]
                 if missing:
                     vectors = embedder.embed_documents(missing)
@@ -177,6 +194,8 @@ def collect(args: argparse.Namespace) -> list[Row]:
                         for u, _, _ in units
                     ],
                     scorer.heading_cosines(query.text, evidence) if use_dense else {},
+                    {t: frequencies.get(t, 0) for t in terms},
+                    refused_for,
                 )
             )
         if done % 25 == 0:
@@ -259,6 +278,7 @@ def scored(row: Row, models: fitted.Models) -> scoring.Scored:
         row.unknown_identifier,
         jargon,
         row.headings,
+        {t for t, n in row.frequencies.items() if not n},
     )
     parts = features.question_parts(row.question)
     return scoring.Scored(units, models.answerable.probability(q), q, models, parts)
@@ -314,14 +334,20 @@ def grade_rows(rows: list[Row], costs: Costs, *, fitting: bool = False) -> list[
     evidence is refused, never graded ``answer`` (``scored_answerable`` gives it 0)."""
     real = any(not r.answerable and not r.removed for r in rows)
     if fitting:
-        return [r for r in rows if r.units]
+        return [r for r in rows if graded(r)]
     if costs.real_only and real:
         return [r for r in rows if r.answerable or not r.removed]
-    return [r for r in rows if r.units]
+    return [r for r in rows if graded(r)]
+
+
+def graded(row: Row) -> bool:
+    """Whether the ask grades the row's answer: it has evidence, and names no term the
+    index lacks (``UnitScorer.missing_terms``: that question is refused)."""
+    return bool(row.units) and not row.missing
 
 
 def scored_answerable(row: Row, models: fitted.Models) -> float:
-    return scored(row, models).answerable if row.units else 0.0
+    return scored(row, models).answerable if graded(row) else 0.0
 
 
 def question_matrix(rows: list[Row], models: fitted.Models) -> np.ndarray:
@@ -376,7 +402,7 @@ def out_of_fold(
             test = np.array([g in held for g in groups])
             w = fit_weights(x[~test & used], y[~test & used], costs)
             for i in np.flatnonzero(test):
-                p[i] = w.probability(x[i]) if q_rows[i].units else 0.0
+                p[i] = w.probability(x[i]) if graded(q_rows[i]) else 0.0
         runs.append(
             ([float(v) for v in p[(y == 1) & kept]], [float(v) for v in p[(y == 0) & kept]])
         )

@@ -42,6 +42,17 @@ def test_the_grade_is_calibrated_on_real_unanswerable_questions_as_the_targets_c
     ]
 
 
+def test_a_question_the_ask_refuses_for_an_unknown_term_is_never_graded() -> None:
+    refused = row("core.sshCommand?", answerable=False)
+    refused.missing = ["coresshcommand"]  # ``UnitScorer.missing_terms``: refused first
+    rows = [row("a", answerable=True), row("c", answerable=False), refused]
+    assert not tune_answers.graded(refused) and tune_answers.graded(rows[0])
+    # left out of the fit; calibrated on as the targets count it, never graded "answer"
+    assert [r.question for r in grade_rows(rows, Costs(), fitting=True)] == ["a", "c"]
+    assert [r.question for r in grade_rows(rows, Costs())] == ["a", "c", "core.sshCommand?"]
+    assert tune_answers.scored_answerable(refused, tune_answers.fitted.ENGLISH) == 0.0
+
+
 def test_the_threshold_is_the_cheapest_under_the_ceiling() -> None:
     answerable = [0.3, 0.5, 0.7, 0.9]
     others = [0.0, 0.2, 0.4, 0.6, 0.8]  # one without evidence: 0

@@ -155,3 +155,50 @@ def test_the_best_units_block_rank_weighs_for_answering() -> None:
     rank = QUESTION_FEATURES.index("best_rank")
     assert (a.question_features[rank], b.question_features[rank]) == (1.0, 1 / 3)
     assert ENGLISH.answerable.weights[rank] > 0 and a.answerable > b.answerable
+
+
+def test_an_identifier_no_unit_of_the_evidence_holds_is_unseen() -> None:
+    # the index holds ``core.compression`` somewhere, but not in the passages found
+    question = "What level does core.compression set?"
+    scored = UnitScorer(idf, unknown_terms=lambda terms: set()).score(
+        question, [evidence()], cjk=False, use_dense=False
+    )
+    q = dict(zip(QUESTION_FEATURES, scored.question_features, strict=True))
+    assert q["unseen_identifier"] == 1.0 and q["absent"] == 0.0
+    held = UnitScorer(idf).score(
+        "Where is core.compression set?",
+        [evidence("Set core.compression to a level from 0 to 9.")],
+        cjk=False,
+        use_dense=False,
+    )
+    q = dict(zip(QUESTION_FEATURES, held.question_features, strict=True))
+    assert q["unseen_identifier"] == 0.0
+    plain = UnitScorer(idf).score("Where is the index?", [evidence()], cjk=False, use_dense=False)
+    assert (
+        dict(zip(QUESTION_FEATURES, plain.question_features, strict=True))["unseen_identifier"]
+        == 0.0
+    )  # it names no identifier
+
+
+def test_the_share_of_the_question_no_chunk_of_the_index_holds() -> None:
+    index = {"where", "index", "store"}
+
+    def unknown(terms: Sequence[str]) -> set[str]:
+        return {t for t in terms if t not in index}
+
+    def weights(terms: Sequence[str]) -> dict[str, float]:
+        return {t: 1.0 if t in index else 3.0 for t in terms}  # absent terms are rarest
+
+    scorer = UnitScorer(weights, unknown_terms=unknown)
+    known = scorer.score("Where is the index stored?", [evidence()], cjk=False, use_dense=False)
+    swap = scorer.score("Where is the swappiness stored?", [evidence()], cjk=False, use_dense=False)
+    absent = QUESTION_FEATURES.index("absent")
+    assert known.question_features[absent] == 0.0
+    assert swap.question_features[absent] == 3.0 / (1.0 + 3.0 + 1.0)  # "where", "store": 1
+    # without the index's terms (a scorer built without ``unknown_terms``) nothing is absent
+    assert (
+        UnitScorer(weights)
+        .score("Where is the swappiness stored?", [evidence()], cjk=False, use_dense=False)
+        .question_features[absent]
+        == 0.0
+    )

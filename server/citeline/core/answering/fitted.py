@@ -35,6 +35,11 @@ DENSE_FEATURES = (*FEATURES, "dense")
 #: (0 without the dense step), and the best cosine of the question with the own
 #: heading of the best ``scoring.HEADED`` units' sections.
 SECTION_FEATURES = ("best_rank", "best_cosine", "heading_cosine")
+#: What the question names against what the evidence and the index hold
+#: (``scoring.term_features``): the share of the identifiers it names that no unit
+#: of the evidence holds, and the IDF-weighted share of its keyword terms that no
+#: chunk of the index holds.
+TERM_FEATURES = ("unseen_identifier", "absent")
 QUESTION_FEATURES = (
     "best",
     "best_lexical",
@@ -45,6 +50,7 @@ QUESTION_FEATURES = (
     "unknown_identifier",
     "missing_jargon",
     *SECTION_FEATURES,
+    *TERM_FEATURES,
 )
 
 
@@ -141,7 +147,8 @@ ENGLISH = Models(
         ),
     ),
     answerable=Weights(
-        -5.179, (3.392, 0.906, 0.317, -0.439, -0.203, 0.221, -1.908, -1.646, 2.98, 3.368, 0.773)
+        -5.179,
+        (3.392, 0.906, 0.317, -0.439, -0.203, 0.221, -1.908, -1.646, 2.98, 3.368, 0.773, 0.0, 0.0),
     ),
     threshold=0.66,
     relative=0.2,
@@ -170,7 +177,7 @@ CJK = Models(
     ),
     dense=None,
     answerable=Weights(
-        -5.017, (8.429, -4.06, 2.325, -3.286, 0.0, 10.013, -0.162, 0.0, 0.0, 0.0, 0.0)
+        -5.017, (8.429, -4.06, 2.325, -3.286, 0.0, 10.013, -0.162, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
     ),
     threshold=0.202,
     relative=0.0,
@@ -190,7 +197,8 @@ CJK_MULTILINGUAL = Models(
     lexical=CJK.lexical,
     dense=None,
     answerable=Weights(
-        -9.095, (7.178, -0.438, 1.501, -3.156, 11.915, 5.161, -0.312, 0.0, 0.0, 0.0, 0.0)
+        -9.095,
+        (7.178, -0.438, 1.501, -3.156, 11.915, 5.161, -0.312, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0),
     ),
     threshold=0.24,
     relative=0.0,

@@ -16,7 +16,7 @@ models are fitted on the tuning splits by ``benchmarks/tune_answers.py``
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -293,10 +293,11 @@ class UnitScorer:
             if self.count_tokens is not None and not cjk
             else 0
         )
-        q = question_features(
-            question, units, self.term_weights, evidence, unknown, jargon, headings
-        )
         q_terms = keywords.query_terms(question)
+        absent = self.unknown_terms(q_terms) if self.unknown_terms and q_terms else set()
+        q = question_features(
+            question, units, self.term_weights, evidence, unknown, jargon, headings, absent
+        )
         idf = self.term_weights(q_terms) if q_terms else {}
         return Scored(
             units,
@@ -316,16 +317,24 @@ def question_features(
     unknown_identifier: bool,
     jargon: int,
     headings: Mapping[str, float] | None = None,
+    absent: Collection[str] = (),
 ) -> tuple[float, ...]:
-    """``QUESTION_FEATURES``: how well the units, best first, answer the question."""
-    if not units:
-        zeros = (0.0,) * len(SECTION_FEATURES)
-        return (*(0.0,) * 6, float(unknown_identifier), float(min(jargon, 2)), *zeros)
+    """``QUESTION_FEATURES``: how well the units, best first, answer the question;
+    ``absent``: the question's keyword terms that no chunk of the index holds."""
     q_terms = keywords.query_terms(question)
     idf = term_weights(q_terms) if q_terms else {}
+    weights = {t: idf.get(t, 1.0) for t in q_terms}
+    if not units:
+        zeros = (0.0,) * len(SECTION_FEATURES)
+        return (
+            *(0.0,) * 6,
+            float(unknown_identifier),
+            float(min(jargon, 2)),
+            *zeros,
+            *term_features(question, set(), weights, absent),
+        )
     everything = evidence_terms([(s.unit, s.evidence) for s in units])
     rarest = max(q_terms, key=lambda t: idf.get(t, 0.0)) if q_terms else None
-    weights = {t: idf.get(t, 1.0) for t in q_terms}
     hits = [e.hit for e in evidence]
     return (
         units[0].probability,
@@ -337,7 +346,23 @@ def question_features(
         float(unknown_identifier),
         float(min(jargon, 2)),
         *section_features(units, headings or {}),
+        *term_features(question, everything, weights, absent),
     )
+
+
+def term_features(
+    question: str,
+    present: set[str],
+    weights: Mapping[str, float],
+    absent: Collection[str],
+) -> tuple[float, ...]:
+    """``TERM_FEATURES``: the share of the question's identifiers (``core.sshCommand``,
+    ``SHA-256``) that none of the evidence's terms (``present``) holds, 0 when it names
+    none; and the share of its keyword terms' weight (IDF) on terms no chunk of the
+    index holds."""
+    named = identifiers(question)
+    unseen = sum(t not in present for t in named) / len(named) if named else 0.0
+    return (unseen, coverage(dict(weights), set(absent)))
 
 
 def section_features(
