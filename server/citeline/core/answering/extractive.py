@@ -12,7 +12,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from citeline.core.answering.other_blocks import (
-    HEADING_JOINS,
     NEAR_BEST,
     NEW_INFORMATION,
     heading_holds,
@@ -112,7 +111,7 @@ def select(
     *,
     new_information: float = NEW_INFORMATION,
     near_best: float = NEAR_BEST,
-    heading_joins: float = HEADING_JOINS,
+    heading_joins: float | None = None,
     line_lists: bool = True,
     code_brings_lead: bool = True,
     heading_first: float = 2.0,
@@ -131,8 +130,9 @@ def select(
     option's name) brings the term; a short sentence after it that states a
     default comes along; with ``opening_brings_next`` (English), a sentence that
     opens its passage (a section's first words often set the question up, and
-    the next give the answer) brings the unit after it.  With ``other_blocks_add``
-    (English), a unit of a block not cited yet must pass ``joins_from_another_block``.
+    the next give the answer) brings the unit after it.  With ``other_blocks_add``,
+    a unit of a block not cited yet must pass ``joins_from_another_block``, its
+    heading condition at ``heading_joins`` (None: the models' own).
 
     With ``line_lists``, a Latin-script lead-in ending with a colon also brings the
     lines after it that read as a list's items (short, no full stop at the end: an
@@ -154,6 +154,7 @@ def select(
     for n, position in sorted(at):
         opening.setdefault(n, position)
     best = scored[0].probability
+    joins = result.models.heading_joins if heading_joins is None else heading_joins
     chosen: list[ScoredUnit] = []
 
     def add(unit: ScoredUnit) -> None:
@@ -177,7 +178,7 @@ def select(
             result.terms,
             new_information=new_information,
             near_best=near_best,
-            heading_joins=heading_joins,
+            heading_joins=joins,
         ):
             continue
         picked += not (is_fragment(candidate.unit) and len(candidate.unit.text) <= fragments_free)

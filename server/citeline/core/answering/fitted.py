@@ -89,6 +89,9 @@ class Models:
     opening_brings_next: bool = False
     floor: float = 0.0
     other_blocks_add: bool = False  # ``extractive.joins_from_another_block``
+    # Its heading condition: a block joins when its own heading holds more than this
+    # share of the question's information (``other_blocks.HEADING_JOINS`` for English).
+    heading_joins: float = 0.0
 
 
 # Fitted by benchmarks/tune_answers.py on the tuning splits (docs/quality.md): English

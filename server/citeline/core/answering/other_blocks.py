@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from citeline.core import keywords
-from citeline.core.answering.features import FUNCTION_TERMS, meaning, own_heading, unit_context
+from citeline.core.answering.features import is_function_term, meaning, own_heading, unit_context
 from citeline.core.answering.scoring import ScoredUnit
 
 # A unit of a block no chosen unit comes from joins only when it reaches
@@ -39,7 +39,7 @@ def _section(s: ScoredUnit) -> tuple[str, tuple[str, ...]]:
 
 
 def _content(weights: dict[str, float]) -> dict[str, float]:
-    return {t: w for t, w in weights.items() if t not in FUNCTION_TERMS}
+    return {t: w for t, w in weights.items() if not is_function_term(t)}
 
 
 def heading_holds(unit: ScoredUnit, weights: dict[str, float]) -> float:
