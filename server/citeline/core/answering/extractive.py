@@ -130,9 +130,8 @@ def select(
     option's name) brings the term; a short sentence after it that states a
     default comes along; with ``opening_brings_next`` (English), a sentence that
     opens its passage (a section's first words often set the question up, and
-    the next give the answer) brings the unit after it.  With ``other_blocks_add``,
-    a unit of a block not cited yet must pass ``joins_from_another_block``, its
-    heading condition at ``heading_joins`` (None: the models' own).
+    the next give the answer) brings the unit after it.  With ``other_blocks_add``, a
+    unit of a block not cited yet must pass ``joins_from_another_block``.
 
     With ``line_lists``, a Latin-script lead-in ending with a colon also brings the
     lines after it that read as a list's items (short, no full stop at the end: an
@@ -143,7 +142,7 @@ def select(
     passage's first unit when its heading holds that share of the question.  A
     chosen fragment (a line not ending like a sentence: a heading, a label, a list's
     line) of at most ``fragments_free`` characters takes none of the ``max_units``
-    slots: it states no answer alone.
+    slots: it states no answer alone.  ``heading_joins`` None: the models' own.
     """
     scored = result.units
     if not scored:
