@@ -160,25 +160,23 @@ def select(
         if unit not in chosen:
             chosen.append(unit)
 
-    picked = 0
-    for candidate in scored:
-        if picked >= max_units:
-            break
-        if picked and candidate.probability < relative * best:
+    def left_out(unit: ScoredUnit) -> bool:
+        return result.models.other_blocks_add and not joins_from_another_block(
+            unit, chosen, best, result.terms, new_information=new_information,
+            near_best=near_best, heading_joins=joins,
+        )  # fmt: skip
+
+    picked, queue, deferred = 0, list(scored), list[ScoredUnit]()
+    while queue:
+        candidate = queue.pop(0)
+        if picked >= max_units or (picked and candidate.probability < relative * best):
             break
         if candidate in chosen or any(
             _redundant(candidate.unit.text, c.unit.text, REDUNDANCY) for c in chosen
         ):
             continue
-        if result.models.other_blocks_add and not joins_from_another_block(
-            candidate,
-            chosen,
-            best,
-            result.terms,
-            new_information=new_information,
-            near_best=near_best,
-            heading_joins=joins,
-        ):
+        if left_out(candidate):
+            deferred.append(candidate)
             continue
         picked += not (is_fragment(candidate.unit) and len(candidate.unit.text) <= fragments_free)
         n, position = candidate.evidence.n, candidate.unit.position
@@ -232,6 +230,13 @@ def select(
                 break
             add(following)
             current = following
+        # Units the rule left out that join now (their block or section is in the
+        # answer) come next, in their order: they outscore the units still queued.
+        back = {id(d) for d in deferred if not left_out(d)}
+        queue[:0], deferred = (
+            [d for d in deferred if id(d) in back],
+            [d for d in deferred if id(d) not in back],
+        )
     # Reading order: blocks by their best unit, units of a block as written.
     first_seen: dict[int, int] = {}
     for rank, s in enumerate(chosen):
