@@ -3,10 +3,10 @@
 The answer's first unit fixes the block it starts from; a unit of a block no chosen
 unit comes from often repeats the question's words about a neighbouring topic
 ("Where does Citeline store its index?" next to § Hover to search, which says
-*where* a topic is discussed).  With ``Models.other_blocks_add`` (English) such a
-unit joins only when it adds to the answer (``joins_from_another_block``); the
+*where* a topic is discussed).  With ``Models.other_blocks_add`` (English and CJK)
+such a unit joins only when it adds to the answer (``joins_from_another_block``); the
 choice of units is ``extractive.select`` (docs/quality.md, "Other blocks must add
-to the answer").
+to the answer", and "… to a Chinese answer too").
 """
 
 from __future__ import annotations
