@@ -11,7 +11,10 @@ of the shipped selection instead (``fact_cause``, ``cite_cause``; ``--show`` pri
 each one).  Use tuning splits only.
 
     .venv/bin/python benchmarks/unit_choice.py eval/everyday/questions-tune.jsonl \\
-        --docs eval/everyday/docs [--json] [--cache /tmp/rows.pkl]
+        --docs eval/everyday/docs [--json] [--cache /tmp/rows.pkl] [--cjk]
+
+A SQuAD-style file (``…/cmrc2018_dev.json``) is written into ``--docs`` first;
+``--cjk`` measures the CJK questions alone, with the CJK selection variants.
 """
 
 from __future__ import annotations
@@ -27,11 +30,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from citeline.core.answering import extractive, flow
-from citeline.core.answering.fitted import ENGLISH
-from citeline.core.answering.scoring import Scored
+from citeline.core.answering import extractive, flow, other_blocks
+from citeline.core.answering.fitted import ENGLISH, Weights
+from citeline.core.answering.scoring import Scored, ScoredUnit
+from citeline.core.scripts import is_cjk_question
 from citeline.evaluation import datasets
 from citeline.evaluation.answers import contains_reference
+from citeline.evaluation.runner import write_corpus
 from common import extractive_workspace
 
 Select = Callable[[Scored], extractive.Extract]
@@ -50,7 +55,13 @@ class Row:
 
 
 def record(questions: Path, docs: Path) -> list[Row]:
-    evalset = datasets.load_questions(questions)
+    """Each question asked once; a SQuAD-style JSON file (CMRC 2018) is written out
+    into ``docs`` first, one file a paragraph, as ``citeline eval squad`` writes it."""
+    if questions.suffix == ".json":
+        evalset = datasets.load_squad(questions)
+        write_corpus(evalset, docs)
+    else:
+        evalset = datasets.load_questions(questions)
     workspace = extractive_workspace(docs)
     seen: list[Scored] = []
     real = flow.select
@@ -231,7 +242,7 @@ def variants() -> dict[str, Select]:
                 shipped = setting == (
                     extractive.NEAR_BEST,
                     extractive.NEW_INFORMATION,
-                    extractive.HEADING_JOINS,
+                    other_blocks.HEADING_JOINS,
                 )
                 name = f"heading {joins} near {near} new {new}"
                 out[name + " (before)" * shipped] = _with(
@@ -260,6 +271,48 @@ def variants() -> dict[str, Select]:
     return out
 
 
+def _cjk(other_blocks_add: bool, lexical: Weights | None = None, **kwargs: Any) -> Select:
+    """``extractive.select`` for the CJK questions with the other-block rule on or off
+    (``heading_joins`` and the other settings passed on); ``lexical``: the units
+    rescored with these weights first (their recorded features, over ``FEATURES``)."""
+
+    def select(scored: Scored) -> extractive.Extract:
+        if lexical is not None:
+            units = [
+                ScoredUnit(s.unit, s.evidence, s.features, lexical.logit(s.features))
+                for s in scored.units
+            ]
+            units.sort(key=lambda s: -s.logit)
+            scored = dataclasses.replace(scored, units=units)
+        models = dataclasses.replace(scored.models, other_blocks_add=other_blocks_add)
+        return extractive.select(dataclasses.replace(scored, models=models), **kwargs)
+
+    return select
+
+
+def cjk_variants(shipped: Scored | None) -> dict[str, Select]:
+    """The selection variants compared for CJK questions (``--cjk``): the other-block
+    rule off (as shipped before) and on at several heading settings, and with the
+    lexical model's ``context`` weight moved onto ``lexical`` (the two features are
+    equal on CMRC 2018, where the model was fitted: no heading there)."""
+    out: dict[str, Select] = {"CJK shipped": extractive.select, "rule off": _cjk(False)}
+    for joins in (0.0, 0.2, 0.3, 0.4, 0.5, 1.0):
+        out[f"rule on, heading {joins}"] = _cjk(True, heading_joins=joins)
+    for near in (0.6, 1.01):
+        out[f"rule on, heading 0.3, near {near}"] = _cjk(True, heading_joins=0.3, near_best=near)
+    if shipped is not None:
+        w = shipped.models.lexical
+        folded = list(w.weights)
+        folded[0], folded[1] = w.weights[0] + w.weights[1], 0.0
+        lexical = Weights(w.bias, tuple(folded))
+        out["context folded, rule off"] = _cjk(False, lexical)
+        for joins in (0.0, 0.3, 0.5, 1.0):
+            out[f"context folded, rule on, heading {joins}"] = _cjk(
+                True, lexical, heading_joins=joins
+            )
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("questions")
@@ -268,6 +321,9 @@ def main() -> None:
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--causes", action="store_true", help="the shipped selection's misses")
     parser.add_argument("--show", action="store_true", help="with --causes: each miss")
+    parser.add_argument(
+        "--cjk", action="store_true", help="the CJK questions only, with the CJK variants"
+    )
     args = parser.parse_args()
     cache = Path(args.cache) if args.cache else None
     if cache is not None and cache.exists():
@@ -276,11 +332,16 @@ def main() -> None:
         rows = record(Path(args.questions), Path(args.docs))
         if cache is not None:
             cache.write_bytes(pickle.dumps(rows))
+    chosen = variants()
+    if args.cjk:
+        rows = [r for r in rows if is_cjk_question(r.question)]
+        first = next((r.scored for r in rows if r.scored is not None), None)
+        chosen = cjk_variants(first)
     if args.causes:
         json.dump(causes(rows, extractive.select, args.show), sys.stdout, indent=2)
         sys.stdout.write("\n")
         return
-    results = {name: measure(rows, select) for name, select in variants().items()}
+    results = {name: measure(rows, select) for name, select in chosen.items()}
     if args.json:
         json.dump(results, sys.stdout, indent=2)
         sys.stdout.write("\n")

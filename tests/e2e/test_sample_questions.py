@@ -115,3 +115,25 @@ async def test_a_question_the_first_section_answers_whole_cites_only_that_sectio
     cited = {(c["path"], c["section"].split(" > ")[-1]) for c in answer["citations"]}
     assert cited == {("getting-started.md", "Where the index lives")}, answer["answer"]
     assert ".citeline/" in answer["answer"]
+
+
+# Chinese questions whose section answers them whole: the FAQ's other sections share
+# a bigram or two of each (文件 of 文件夹, 格式 of "GGUF 格式") and add nothing
+# (other_blocks.joins_from_another_block, the CJK models' heading share).
+ZH_WHOLE = {
+    "它支持哪些文件格式？": ("支持哪些文件格式？", ".rst"),
+    "如何更换嵌入模型？": ("如何更换嵌入模型？", "citeline.toml"),
+}
+
+
+@pytest.mark.parametrize("question", list(ZH_WHOLE))
+async def test_a_chinese_question_its_section_answers_whole_cites_only_that_section(
+    client: CitelineClient, question: str
+) -> None:
+    section, fact = ZH_WHOLE[question]
+    answer = await asyncio.wait_for(
+        request(client, "citeline/ask", {"question": question}), ASK_TIMEOUT
+    )
+    cited = {(c["path"], c["section"].split(" > ")[-1]) for c in answer["citations"]}
+    assert cited == {("zh/常见问题.md", section)}, answer["answer"]
+    assert fact in answer["answer"] and answer["grade"] == "answer", answer["answer"]

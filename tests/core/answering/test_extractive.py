@@ -218,3 +218,18 @@ def test_a_heading_line_takes_no_slot_of_its_own() -> None:
     assert texts(result.units) == [heading, *sentences[:MAX_UNITS]]
     counted = select(scored(units, logits, relative=0.0), fragments_free=0)
     assert texts(counted.units) == [heading, *sentences[: MAX_UNITS - 1]]
+
+
+def test_a_unit_the_rule_left_out_joins_once_its_block_is_in_the_answer() -> None:
+    # CMRC 2018 dev: the unit with the answer adds no term of the question (管辖 is in
+    # the best unit), the next of its block does (嘉善南站); once that one joins, the
+    # answer's unit comes back, ahead of the units still queued.
+    other = "广茂铁路由三茂铁路股份有限公司管辖。"
+    owner, station = "属上海铁路局嘉兴车务段管辖。", "嘉善南站是沪昆客运专线的一个车站。"
+    units = block(1, other) + block(2, owner + station)
+    logits = {other: 0.0, owner: -3.0, station: -3.5}
+    question = "嘉善南站由哪个公司管辖？"
+    result = select(scored(units, logits, 0.0, question=question, other_blocks_add=True))
+    assert texts(result.units) == [other, owner, station]
+    first_pass = select(scored(units, logits, 0.0, question=question, other_blocks_add=True), 2)
+    assert texts(first_pass.units) == [other, station]  # two slots: the deferred one is third

@@ -12,6 +12,7 @@ from citeline.core.answering.features import (
     content_characters,
     coverage,
     identifiers,
+    is_function_term,
     local_weights,
     meaning,
     missing_jargon,
@@ -151,3 +152,8 @@ def test_a_code_block_is_embedded_without_its_string_literals() -> None:
     text = embedding_input(code, evidence(code.text, ("Guide", "Your first question")))
     assert text.startswith("Guide > Your first question") and "ignore" not in text
     assert "citeline ask" in text
+
+
+def test_question_words_and_cjk_bigrams_with_a_question_character_ask_rather_than_name() -> None:
+    assert is_function_term("how") and is_function_term("哪些") and is_function_term("持哪")
+    assert not is_function_term("格式") and not is_function_term("index")

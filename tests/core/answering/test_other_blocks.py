@@ -44,3 +44,28 @@ def test_the_first_unit_and_its_own_block_always_join() -> None:
     assert joins_from_another_block(unit(1, "Its main file is index.sqlite3."), [index], 0.5, asked)
     assert not joins_from_another_block(hover, [index], 0.5, asked)  # 0.71 of the best
     assert joins_from_another_block(hover, [index], 0.5, asked, near_best=0.7)
+
+
+FORMATS = "Citeline 支持以下文件格式（按文件扩展名识别）："
+IGNORED = "它的写法和 `.gitignore` 相同，`.gitignore` 中排除的文件也会被忽略。"
+
+
+def test_a_cjk_question_s_question_bigrams_are_no_information() -> None:
+    asked = weights("它支持哪些文件格式？")  # 它支 支持 持哪 哪些 些文 文件 件格 格式
+    formats = unit(1, FORMATS, ("支持哪些文件格式？",))
+    # 持哪, 哪些, 些文 hold a question character: the five others are the information
+    assert heading_holds(formats, asked) == 4 / 5  # all but 它支
+    assert adds_to(unit(2, "默认的嵌入模型已经转换为 GGUF 格式。"), [formats], asked) == 0.0
+    assert adds_to(unit(2, "它支持 Emacs。"), [formats], asked) == 1 / 5  # 它支
+
+
+def test_a_cjk_block_whose_heading_shares_one_bigram_stays_out_at_its_models_share() -> None:
+    asked = weights("它支持哪些文件格式？")
+    formats = unit(1, FORMATS, ("支持哪些文件格式？",))
+    ignored = unit(2, IGNORED, ("怎样让 Citeline 忽略一个文件夹？",), logit=-3.0)
+    # 文件 of 文件夹 is 1/5 of the question: a bigram a neighbouring heading shares
+    assert heading_holds(ignored, asked) == 1 / 5
+    assert joins_from_another_block(ignored, [formats], 0.5, asked, heading_joins=0.0)
+    assert not joins_from_another_block(ignored, [formats], 0.5, asked, heading_joins=0.3)
+    other_faq = unit(3, "Markdown 和 MDX 都会被读取。", ("还支持哪些文件格式？",), logit=-3.0)
+    assert joins_from_another_block(other_faq, [formats], 0.5, asked, heading_joins=0.3)

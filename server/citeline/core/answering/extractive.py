@@ -12,7 +12,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from citeline.core.answering.other_blocks import (
-    HEADING_JOINS,
     NEAR_BEST,
     NEW_INFORMATION,
     heading_holds,
@@ -112,7 +111,7 @@ def select(
     *,
     new_information: float = NEW_INFORMATION,
     near_best: float = NEAR_BEST,
-    heading_joins: float = HEADING_JOINS,
+    heading_joins: float | None = None,
     line_lists: bool = True,
     code_brings_lead: bool = True,
     heading_first: float = 2.0,
@@ -131,8 +130,8 @@ def select(
     option's name) brings the term; a short sentence after it that states a
     default comes along; with ``opening_brings_next`` (English), a sentence that
     opens its passage (a section's first words often set the question up, and
-    the next give the answer) brings the unit after it.  With ``other_blocks_add``
-    (English), a unit of a block not cited yet must pass ``joins_from_another_block``.
+    the next give the answer) brings the unit after it.  With ``other_blocks_add``, a
+    unit of a block not cited yet must pass ``joins_from_another_block``.
 
     With ``line_lists``, a Latin-script lead-in ending with a colon also brings the
     lines after it that read as a list's items (short, no full stop at the end: an
@@ -143,7 +142,7 @@ def select(
     passage's first unit when its heading holds that share of the question.  A
     chosen fragment (a line not ending like a sentence: a heading, a label, a list's
     line) of at most ``fragments_free`` characters takes none of the ``max_units``
-    slots: it states no answer alone.
+    slots: it states no answer alone.  ``heading_joins`` None: the models' own.
     """
     scored = result.units
     if not scored:
@@ -154,31 +153,30 @@ def select(
     for n, position in sorted(at):
         opening.setdefault(n, position)
     best = scored[0].probability
+    joins = result.models.heading_joins if heading_joins is None else heading_joins
     chosen: list[ScoredUnit] = []
 
     def add(unit: ScoredUnit) -> None:
         if unit not in chosen:
             chosen.append(unit)
 
-    picked = 0
-    for candidate in scored:
-        if picked >= max_units:
-            break
-        if picked and candidate.probability < relative * best:
+    def left_out(unit: ScoredUnit) -> bool:
+        return result.models.other_blocks_add and not joins_from_another_block(
+            unit, chosen, best, result.terms, new_information=new_information,
+            near_best=near_best, heading_joins=joins,
+        )  # fmt: skip
+
+    picked, queue, deferred = 0, list(scored), list[ScoredUnit]()
+    while queue:
+        candidate = queue.pop(0)
+        if picked >= max_units or (picked and candidate.probability < relative * best):
             break
         if candidate in chosen or any(
             _redundant(candidate.unit.text, c.unit.text, REDUNDANCY) for c in chosen
         ):
             continue
-        if result.models.other_blocks_add and not joins_from_another_block(
-            candidate,
-            chosen,
-            best,
-            result.terms,
-            new_information=new_information,
-            near_best=near_best,
-            heading_joins=heading_joins,
-        ):
+        if left_out(candidate):
+            deferred.append(candidate)
             continue
         picked += not (is_fragment(candidate.unit) and len(candidate.unit.text) <= fragments_free)
         n, position = candidate.evidence.n, candidate.unit.position
@@ -232,6 +230,13 @@ def select(
                 break
             add(following)
             current = following
+        # Units the rule left out that join now (their block or section is in the
+        # answer) come next, in their order: they outscore the units still queued.
+        back = {id(d) for d in deferred if not left_out(d)}
+        queue[:0], deferred = (
+            [d for d in deferred if id(d) in back],
+            [d for d in deferred if id(d) not in back],
+        )
     # Reading order: blocks by their best unit, units of a block as written.
     first_seen: dict[int, int] = {}
     for rank, s in enumerate(chosen):

@@ -105,6 +105,15 @@ FUNCTION_TERMS = frozenset(
 )
 
 
+def is_function_term(term: str) -> bool:
+    """A keyword term that asks rather than names: an English question word
+    (``FUNCTION_TERMS``), or a CJK bigram holding a question character (``哪些``, and
+    ``持哪`` of "支持哪些": ``cjk_terms`` cuts the question's runs there)."""
+    if term in FUNCTION_TERMS:
+        return True
+    return bool(CJK_RUN.match(term)) and any(c in _CJK_QUESTION_CHARS for c in term)
+
+
 _WH_WORD = re.compile(
     r"\b(?:why|how|what|where|when|which|who)\b|为什么|为何|怎么|怎样|如何|哪|什么|多少", re.I
 )

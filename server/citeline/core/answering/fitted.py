@@ -95,6 +95,9 @@ class Models:
     opening_brings_next: bool = False
     floor: float = 0.0
     other_blocks_add: bool = False  # ``extractive.joins_from_another_block``
+    # Its heading condition: a block joins when its own heading holds more than this
+    # share of the question's information (``other_blocks.HEADING_JOINS`` for English).
+    heading_joins: float = 0.0
 
 
 # Fitted by benchmarks/tune_answers.py on the tuning splits (docs/quality.md): English
@@ -186,6 +189,12 @@ CJK = Models(
     # the rule for CJK terms no document contains (``UnitScorer.missing_terms``)
     # refusing most of them, 0.04 is enough (docs/quality.md, "Refusal").
     floor=0.04,
+    # Another block joins a CJK answer only when it adds to it, its heading holding
+    # over 0.3 of the question's information: a bigram or two of a neighbouring
+    # section's heading (文件 of 文件夹) are a shared word, not its topic (everyday
+    # tune split's Chinese questions: fact contained 12 -> 15 of 29, docs/quality.md).
+    other_blocks_add=True,
+    heading_joins=0.3,
 )
 # CJK questions when multilingual-e5-small serves the folder: the same lexical model,
 # and the answerability model refitted over that model's fused evidence on CMRC 2018
@@ -207,6 +216,8 @@ CJK_MULTILINGUAL = Models(
     # trial those score 0.01-0.26 here, and 0.8% of answerable questions below 0.1
     # (docs/quality.md, "Refusal").
     floor=0.1,
+    other_blocks_add=True,
+    heading_joins=0.3,
 )
 
 #: The CJK models fitted for a bundled embedding model's scores, by its name (the

@@ -3,10 +3,10 @@
 The answer's first unit fixes the block it starts from; a unit of a block no chosen
 unit comes from often repeats the question's words about a neighbouring topic
 ("Where does Citeline store its index?" next to § Hover to search, which says
-*where* a topic is discussed).  With ``Models.other_blocks_add`` (English) such a
-unit joins only when it adds to the answer (``joins_from_another_block``); the
+*where* a topic is discussed).  With ``Models.other_blocks_add`` (English and CJK)
+such a unit joins only when it adds to the answer (``joins_from_another_block``); the
 choice of units is ``extractive.select`` (docs/quality.md, "Other blocks must add
-to the answer").
+to the answer", and "… to a Chinese answer too").
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from citeline.core import keywords
-from citeline.core.answering.features import FUNCTION_TERMS, meaning, own_heading, unit_context
+from citeline.core.answering.features import is_function_term, meaning, own_heading, unit_context
 from citeline.core.answering.scoring import ScoredUnit
 
 # A unit of a block no chosen unit comes from joins only when it reaches
@@ -39,7 +39,7 @@ def _section(s: ScoredUnit) -> tuple[str, tuple[str, ...]]:
 
 
 def _content(weights: dict[str, float]) -> dict[str, float]:
-    return {t: w for t, w in weights.items() if t not in FUNCTION_TERMS}
+    return {t: w for t, w in weights.items() if not is_function_term(t)}
 
 
 def heading_holds(unit: ScoredUnit, weights: dict[str, float]) -> float:
