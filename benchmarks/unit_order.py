@@ -3,11 +3,13 @@
 Reads the rows ``benchmarks/unit_choice.py`` records (``--cache``: every question
 asked once through the whole flow, its scored units kept).  The English questions'
 best ``scoring.DENSE_CANDIDATES`` units (the dense head, the ones with a cosine) are
-reordered by an order model over the shipped dense model's logit and the
-``ORDER_FEATURES`` candidates, fitted out of fold (grouped by question, over every
+reordered by an order model: the shipped dense model's logit as a fixed offset (the
+scale the selection's cuts read stays) plus weighted ``ORDER_FEATURES`` candidates,
+fitted out of fold (grouped by question, over every
 cache given, ``FOLDS`` folds, ``SEEDS`` shuffles); the shipped selection then runs on
 the reordered units and the answers are measured as ``unit_choice.measure`` does.
-The grade and refusals do not move (the product reads them before the reordering).
+The grade and refusals are the recorded ones (a product step would reorder after the
+grade has read the dense model's order).  Measured and not shipped (docs/quality.md).
 Use tuning splits only.
 
     .venv/bin/python benchmarks/unit_order.py /tmp/ev.pkl /tmp/man.pkl
@@ -21,18 +23,33 @@ import pickle
 import random
 import statistics
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
 
 from citeline.core.answering import extractive, fitted
-from citeline.core.answering.fitted import ENGLISH, ORDER_FEATURES
-from citeline.core.answering.scoring import Scored, ScoredUnit, order_features
+from citeline.core.answering.features import ASKS_DEFAULT, ASKS_WHAT_IS, ASKS_WHY, asks_how
+from citeline.core.answering.fitted import ENGLISH, FEATURES
+from citeline.core.answering.other_blocks import heading_holds
+from citeline.core.answering.scoring import Scored, ScoredUnit
 from citeline.evaluation.answers import contains_reference
-from tune_answers import fit_logistic
 from unit_choice import Row, measure
 
+#: Candidate features of the order model over the dense head (``order_features``).
+ORDER_FEATURES = (
+    "cosine_gap",
+    "lexical_gap",
+    "local_gap",
+    "cosine_top",
+    "heading_content",
+    "opens",
+    "section_share",
+    "kind_how",
+    "kind_default",
+    "kind_why",
+    "kind_what",
+)
 FOLDS = 5
 SEEDS = 5
 N_DENSE = len(fitted.DENSE_FEATURES)
@@ -82,7 +99,65 @@ def fit(rows: Sequence[Row], columns: Sequence[int], l2: float) -> fitted.Weight
             continue
         xs.append(matrix(r, columns))
         ys += [float(contains_reference(s.unit.display, r.answers)) for s in units]
-    return fit_logistic(np.vstack(xs), np.array(ys), l2)
+    x, y = np.vstack(xs), np.array(ys)
+    if x.shape[1] == 1:
+        return fitted.Weights(0.0, (1.0,))
+    return fit_offset(x[:, 1:], y, x[:, 0], l2)
+
+
+def fit_offset(x: np.ndarray, y: np.ndarray, offset: np.ndarray, l2: float) -> fitted.Weights:
+    """A logistic regression of ``y`` on ``x`` with the shipped logit as a fixed
+    offset (weight 1, no bias): the order model moves units against the dense
+    model's order without changing the scale the selection's cuts read."""
+    w = np.zeros(x.shape[1])
+    for _ in range(100):
+        p = 1 / (1 + np.exp(-np.clip(offset + x @ w, -50, 50)))
+        grad = x.T @ (p - y) + l2 * w
+        hess = (x * (p * (1 - p))[:, None]).T @ x + l2 * np.eye(len(w))
+        step = np.linalg.solve(hess, grad)
+        w -= step
+        if np.abs(step).max() < 1e-8:
+            break
+    return fitted.Weights(0.0, (1.0, *(round(float(v), 3) for v in w)))
+
+
+def order_features(
+    question: str, head: Sequence[ScoredUnit], terms: Mapping[str, float]
+) -> list[tuple[float, ...]]:
+    """``ORDER_FEATURES`` of each unit of the dense head, against the rest of it."""
+    if not head:
+        return []
+    n = len(FEATURES)
+    lexical = FEATURES.index("lexical")
+    local = FEATURES.index("local")
+    kind = FEATURES.index("kind")
+    top_cosine = max(s.features[n] for s in head)
+    top_lexical = max(s.features[lexical] for s in head)
+    top_local = max(s.features[local] for s in head)
+    why = bool(ASKS_WHY.search(question))
+    default = not why and bool(ASKS_DEFAULT.search(question))
+    how = not why and not default and asks_how(question)
+    what = not (why or default or how) and bool(ASKS_WHAT_IS.search(question.strip()))
+    weights = dict(terms)
+    out = []
+    for s in head:
+        fits = s.features[kind]
+        out.append(
+            (
+                s.features[n] - top_cosine,
+                s.features[lexical] - top_lexical,
+                s.features[local] - top_local,
+                1.0 if s.features[n] >= top_cosine else 0.0,
+                heading_holds(s, weights),
+                1.0 if s.unit.position == 0 else 0.0,
+                sum(o.evidence.n == s.evidence.n for o in head) / len(head),
+                fits * how,
+                fits * default,
+                fits * why,
+                fits * what,
+            )
+        )
+    return out
 
 
 Select = Callable[[Scored], extractive.Extract]

@@ -35,22 +35,6 @@ DENSE_FEATURES = (*FEATURES, "dense")
 #: (0 without the dense step), and the best cosine of the question with the own
 #: heading of the best ``scoring.HEADED`` units' sections.
 SECTION_FEATURES = ("best_rank", "best_cosine", "heading_cosine")
-#: The order model's features over the dense head (``scoring.order_features``); it
-#: reads the dense model's logit first (``ORDER_INPUTS``).
-ORDER_FEATURES = (
-    "cosine_gap",
-    "lexical_gap",
-    "local_gap",
-    "cosine_top",
-    "heading_content",
-    "opens",
-    "section_share",
-    "kind_how",
-    "kind_default",
-    "kind_why",
-    "kind_what",
-)
-ORDER_INPUTS = ("dense_logit", *ORDER_FEATURES)
 QUESTION_FEATURES = (
     "best",
     "best_lexical",
@@ -105,9 +89,6 @@ class Models:
     opening_brings_next: bool = False
     floor: float = 0.0
     other_blocks_add: bool = False  # ``extractive.joins_from_another_block``
-    # Over ``ORDER_INPUTS``: reorders the dense head for the selection, after the
-    # grade has read the dense model's order (``scoring.UnitScorer.score``).
-    order: Weights | None = None
 
 
 # Fitted by benchmarks/tune_answers.py on the tuning splits (docs/quality.md): English

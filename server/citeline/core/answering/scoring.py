@@ -55,10 +55,8 @@ from citeline.core.answering.fitted import (
     CJK,
     ENGLISH,
     FEATURES,
-    ORDER_FEATURES,
     SECTION_FEATURES,
     Models,
-    Weights,
     sigmoid,
 )
 from citeline.core.answering.results import Evidence
@@ -300,32 +298,14 @@ class UnitScorer:
         )
         q_terms = keywords.query_terms(question)
         idf = self.term_weights(q_terms) if q_terms else {}
-        terms = {t: idf.get(t, 1.0) for t in q_terms}
-        if models.order is not None and units and len(units[0].features) > len(FEATURES):
-            units = reorder(question, units, terms, models.order)
         return Scored(
             units,
             models.answerable.probability(q),
             q,
             models,
             question_parts(question),
-            terms,
+            {t: idf.get(t, 1.0) for t in q_terms},
         )
-
-
-def reorder(
-    question: str, units: Sequence[ScoredUnit], terms: Mapping[str, float], order: Weights
-) -> list[ScoredUnit]:
-    """The dense head (the units with a cosine, best first) reordered by the order
-    model (over ``ORDER_INPUTS``: the dense logit, then ``order_features``), the rest
-    after it as they were.  The grade has read the dense model's order already."""
-    n = sum(len(s.features) > len(FEATURES) for s in units)
-    head = [
-        ScoredUnit(s.unit, s.evidence, s.features, order.logit((s.logit, *f)))
-        for s, f in zip(units[:n], order_features(question, units[:n], terms), strict=True)
-    ]
-    head.sort(key=lambda s: -s.logit)
-    return head + list(units[n:])
 
 
 def question_features(
@@ -372,46 +352,3 @@ def section_features(
         max((s.features[n] for s in units if len(s.features) > n), default=0.0),
         max((headings.get(own_heading(s.evidence), 0.0) for s in units[:HEADED]), default=0.0),
     )
-
-
-def order_features(
-    question: str, head: Sequence[ScoredUnit], terms: Mapping[str, float]
-) -> list[tuple[float, ...]]:
-    """``ORDER_FEATURES`` of each unit of the dense head, against the rest of it."""
-    assert len(ORDER_FEATURES) == 11
-    from citeline.core.answering.features import ASKS_DEFAULT, ASKS_WHAT_IS, ASKS_WHY
-    from citeline.core.answering.other_blocks import heading_holds
-
-    if not head:
-        return []
-    n = len(FEATURES)
-    lexical = FEATURES.index("lexical")
-    local = FEATURES.index("local")
-    kind = FEATURES.index("kind")
-    top_cosine = max(s.features[n] for s in head)
-    top_lexical = max(s.features[lexical] for s in head)
-    top_local = max(s.features[local] for s in head)
-    why = bool(ASKS_WHY.search(question))
-    default = not why and bool(ASKS_DEFAULT.search(question))
-    how = not why and not default and asks_how(question)
-    what = not (why or default or how) and bool(ASKS_WHAT_IS.search(question.strip()))
-    weights = dict(terms)
-    out = []
-    for s in head:
-        fits = s.features[kind]
-        out.append(
-            (
-                s.features[n] - top_cosine,
-                s.features[lexical] - top_lexical,
-                s.features[local] - top_local,
-                1.0 if s.features[n] >= top_cosine else 0.0,
-                heading_holds(s, weights),
-                1.0 if s.unit.position == 0 else 0.0,
-                sum(o.evidence.n == s.evidence.n for o in head) / len(head),
-                fits * how,
-                fits * default,
-                fits * why,
-                fits * what,
-            )
-        )
-    return out
