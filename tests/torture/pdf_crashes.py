@@ -223,6 +223,8 @@ def search_while_parsing(
                 folder = _status(peer, n + 100_000)
                 if folder["files"] >= 2 + notes and folder["state"] == "ready":
                     break
+                if folder["state"] == "ready" and folder["errors"]:  # never indexed
+                    raise RuntimeError(f"the big PDF was not indexed: {folder['errors'][0]}")
         seconds = time.monotonic() - started
         peer.close()
     finally:
